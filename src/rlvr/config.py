@@ -1,0 +1,310 @@
+"""Typed, frozen run configuration: YAML presets plus dotted command-line overrides.
+
+`load(path, overrides)` reads a YAML file, applies `a.b=value` overrides, and builds frozen
+dataclasses, checking every key and value against the field types (Literal choices, numeric
+ranges) before anything runs. Errors name the key and the allowed values. Imports no torch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from rlvr.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    dir: str = "runs/default"
+    save_every: int = 50            # steps between checkpoints (0: only at the end)
+    keep_last: int = 2              # checkpoints kept besides the best
+    best_metric: str = "eval/accuracy"
+    eval_every: int = 25            # steps between held-out evaluations (0: only at the end)
+    resume: str = "auto"            # auto | never | PATH to a checkpoint directory
+    threads: int = 0                # torch intra-op threads (0: min(2, cores))
+    progress: bool = True
+    report: bool = True             # write report.html at the end
+    transcripts_every: int = 10     # steps between sampled transcripts written to transcripts.jsonl
+    max_bad_steps: int = 5          # stop after this many non-finite updates in a row
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    path: str = "builtin:tiny-llama"   # local HF checkpoint, hub id, or builtin:tiny-llama
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    autocast_bf16: bool = False        # bf16 autocast for forward/backward with fp32 master weights
+    chat_template: bool = True         # apply the tokenizer's chat template to message prompts
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    task: str = "arithmetic"           # built-in task name, or "" to read `train_path`
+    train_path: str = ""               # jsonl / parquet / dataset directory
+    eval_path: str = ""
+    verifier: str = ""                 # default verifier for rows that name none
+    heldout_size: int = 500
+    difficulty: int = 3                # built-in task: number of digits
+    ops: str = "+"                     # built-in task: operators to draw from, e.g. "+-"
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    engine: Literal["hf", "vllm", "ray"] = "hf"
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 48
+
+
+@dataclass(frozen=True)
+class GRPOConfig:
+    steps: int = 100
+    group_size: int = 16
+    prompts_per_step: int = 8
+    lr: float = 5e-5
+    lr_schedule: Literal["cosine", "constant", "linear"] = "cosine"
+    min_lr_ratio: float = 0.1
+    warmup_steps: int = 0
+    weight_decay: float = 0.0
+    adam_betas: tuple[float, float] = (0.9, 0.99)
+    grad_clip: float = 1.0
+    beta: float = 0.0                                   # KL coefficient; 0 loads no reference model
+    kl_estimator: Literal["k1", "k2", "k3"] = "k3"
+    advantage: Literal["group", "batch", "none", "rloo"] = "group"
+    eps_low: float = 0.2
+    eps_high: float = 0.2                               # > eps_low is DAPO's clip-higher
+    dual_clip: float = 0.0                              # > 1 enables dual clip (c); 0 disables
+    loss_agg: Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"] = "token-mean"
+    entropy_coef: float = 0.0
+    mu: int = 1                                         # optimisation passes per batch
+    minibatch_size: int = 0                             # sequences per minibatch (0: whole batch)
+    skip_zero_advantage: bool = True                    # no backward for groups with zero advantage
+
+
+@dataclass(frozen=True)
+class CurriculumConfig:
+    enabled: bool = False
+    low: float = 0.1
+    high: float = 0.9
+    ema: float = 0.5
+    reprobe_every: int = 20
+    init_path: str = ""                 # pass-rate file exported by an earlier run
+
+
+@dataclass(frozen=True)
+class DynamicSamplingConfig:
+    enabled: bool = False
+    max_rounds: int = 3                 # generation rounds per step before giving up refilling
+    std_tol: float = 1e-6
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    greedy: bool = True
+    k: tuple[int, ...] = ()             # pass@k / maj@k during training (empty: greedy only)
+    max_new_tokens: int = 0             # 0: same as rollout
+
+
+@dataclass(frozen=True)
+class Config:
+    seed: int = 0
+    run: RunConfig = field(default_factory=RunConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    grpo: GRPOConfig = field(default_factory=GRPOConfig)
+    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
+    dynamic_sampling: DynamicSamplingConfig = field(default_factory=DynamicSamplingConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+
+
+# Value checks beyond the type: (predicate, description of the allowed values).
+_RULES: dict[str, tuple[typing.Callable[[Any], bool], str]] = {
+    "grpo.group_size": (lambda v: v >= 2, "an integer >= 2"),
+    "grpo.prompts_per_step": (lambda v: v >= 1, "an integer >= 1"),
+    "grpo.steps": (lambda v: v >= 0, "an integer >= 0"),
+    "grpo.lr": (lambda v: v > 0, "a number > 0"),
+    "grpo.min_lr_ratio": (lambda v: 0 <= v <= 1, "a number in [0, 1]"),
+    "grpo.warmup_steps": (lambda v: v >= 0, "an integer >= 0"),
+    "grpo.grad_clip": (lambda v: v >= 0, "a number >= 0 (0 disables clipping)"),
+    "grpo.beta": (lambda v: v >= 0, "a number >= 0"),
+    "grpo.eps_low": (lambda v: 0 < v < 1, "a number in (0, 1)"),
+    "grpo.eps_high": (lambda v: v > 0, "a number > 0"),
+    "grpo.dual_clip": (lambda v: v == 0 or v > 1, "0 (off) or a number > 1"),
+    "grpo.mu": (lambda v: v >= 1, "an integer >= 1"),
+    "grpo.minibatch_size": (lambda v: v >= 0, "an integer >= 0"),
+    "grpo.entropy_coef": (lambda v: v >= 0, "a number >= 0"),
+    "rollout.temperature": (lambda v: v > 0, "a number > 0"),
+    "rollout.top_p": (lambda v: 0 < v <= 1, "a number in (0, 1]"),
+    "rollout.max_new_tokens": (lambda v: v >= 1, "an integer >= 1"),
+    "data.heldout_size": (lambda v: v >= 0, "an integer >= 0"),
+    "data.difficulty": (lambda v: 1 <= v <= 12, "an integer in [1, 12]"),
+    "data.ops": (lambda v: bool(v) and set(v) <= set("+-"), "a non-empty string of '+' and '-'"),
+    "curriculum.low": (lambda v: 0 <= v < 1, "a number in [0, 1)"),
+    "curriculum.high": (lambda v: 0 < v <= 1, "a number in (0, 1]"),
+    "curriculum.ema": (lambda v: 0 < v <= 1, "a number in (0, 1]"),
+    "dynamic_sampling.max_rounds": (lambda v: v >= 1, "an integer >= 1"),
+    "run.keep_last": (lambda v: v >= 1, "an integer >= 1"),
+    "run.threads": (lambda v: v >= 0, "an integer >= 0"),
+    "run.max_bad_steps": (lambda v: v >= 1, "an integer >= 1"),
+    "run.resume": (lambda v: bool(v), "auto, never, or a checkpoint path"),
+}
+
+
+def _cross_checks(cfg: Config) -> None:
+    if cfg.curriculum.low >= cfg.curriculum.high:
+        raise ConfigError("curriculum.low must be < curriculum.high "
+                          f"(got {cfg.curriculum.low} >= {cfg.curriculum.high})")
+    if not cfg.data.task and not cfg.data.train_path:
+        raise ConfigError("data.train_path: required when data.task is empty")
+
+
+def _type_name(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in typing.get_args(tp))
+    return getattr(tp, "__name__", str(tp))
+
+
+def _coerce(key: str, value: Any, tp: Any) -> Any:
+    """Check `value` against annotation `tp`; convert ints to floats and lists to tuples."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    bad = ConfigError(f"invalid value {value!r} for {key}; expected {_type_name(tp)}")
+    if origin is Literal:
+        if value not in args:
+            raise ConfigError(f"invalid value {value!r} for {key}; allowed: "
+                              + ", ".join(str(a) for a in args))
+        return value
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _coerce(key, value, inner[0])
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise bad
+        item_types = args if (len(args) != 2 or args[1] is not Ellipsis) else (args[0],) * len(value)
+        if len(item_types) != len(value):
+            raise bad
+        return tuple(_coerce(f"{key}[{i}]", v, t) for i, (v, t) in enumerate(zip(value, item_types)))
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise bad
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise bad
+        return value
+    raise bad
+
+
+def _build(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        key = f"{prefix}{unknown[0]}"
+        raise ConfigError(f"unknown config key {key!r}; allowed keys"
+                          f"{' under ' + prefix.rstrip('.') if prefix else ''}: {', '.join(sorted(names))}")
+    kwargs = {}
+    for name, value in data.items():
+        key, tp = f"{prefix}{name}", hints[name]
+        if dataclasses.is_dataclass(tp):
+            if not isinstance(value, dict):
+                raise ConfigError(f"{key} must be a mapping of keys; got {value!r}")
+            kwargs[name] = _build(tp, value, key + ".")
+            continue
+        value = _coerce(key, value, tp)
+        rule = _RULES.get(key)
+        if rule and not rule[0](value):
+            raise ConfigError(f"invalid value {value!r} for {key}; expected {rule[1]}")
+        kwargs[name] = value
+    return cls(**kwargs)
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """Parse `a.b.c=value`; the value is read as YAML (so 1e-4, true, [1, 2] work)."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"override {text!r} must look like section.key=value")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    return key.strip().split("."), value
+
+
+def from_dict(data: dict[str, Any], overrides: typing.Sequence[str] = ()) -> Config:
+    data = _deep_copy(data)
+    for text in overrides:
+        path, value = parse_override(text)
+        node = data
+        for part in path[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"cannot set {'.'.join(path)}: {part} is not a section")
+            node = child
+        node[path[-1]] = value
+    cfg = _build(Config, data)
+    _cross_checks(cfg)
+    return cfg
+
+
+def load(path: str | Path | None, overrides: typing.Sequence[str] = ()) -> Config:
+    """Load a YAML preset (or the defaults when `path` is None) and apply dotted overrides."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"config file not found: {p}")
+        try:
+            data = yaml.safe_load(p.read_text()) or {}
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"{p}:{mark.line + 1}" if mark else str(p)
+            raise ConfigError(f"{where}: invalid YAML ({getattr(exc, 'problem', exc)})") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{p}: the top level must be a mapping of sections")
+    return from_dict(data, overrides)
+
+
+def to_dict(cfg: Any) -> dict[str, Any]:
+    """Plain, YAML-safe dict (tuples become lists)."""
+    def plain(v: Any) -> Any:
+        if isinstance(v, tuple):
+            return [plain(x) for x in v]
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        return v
+    return plain(dataclasses.asdict(cfg))
+
+
+def dump(cfg: Config, path: str | Path) -> None:
+    Path(path).write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+
+
+def replace(cfg: Config, overrides: typing.Sequence[str]) -> Config:
+    """A copy of `cfg` with dotted overrides applied (validated like `load`)."""
+    return from_dict(to_dict(cfg), overrides)
+
+
+def _deep_copy(d: Any) -> Any:
+    if isinstance(d, dict):
+        return {k: _deep_copy(v) for k, v in d.items()}
+    if isinstance(d, list):
+        return [_deep_copy(v) for v in d]
+    return d
+
