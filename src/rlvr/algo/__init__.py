@@ -1,0 +1,1 @@
+"""The algorithm as pure functions: advantages, KL estimators, policy losses, pass@k / maj@k."""

@@ -1,0 +1,177 @@
+"""The GRPO policy loss: PPO-clipped surrogate, KL penalty, entropy bonus, loss aggregation.
+
+Everything here is per token on right-padded [B, T] tensors with a [B, T] mask (1 = completion
+token, 0 = padding); B is the number of sequences (completions), T the padded length.
+Guaranteed: padding never contributes to a loss or a statistic; with `norm` given, the sum of the
+losses of minibatches equals the loss of the whole batch (so gradient accumulation is exact).
+Not guaranteed: anything about rows whose mask is all zero beyond "they contribute 0".
+Pure functions: no devices, config objects or logging.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import Tensor
+
+from rlvr.algo.kl import kl_k3
+
+# exp(20) ≈ 5e8: far outside any clip range, yet finite in float32 and bfloat16.
+_LOG_RATIO_CLAMP = 20.0
+
+
+def _per_token_adv(adv: Tensor, like: Tensor) -> Tensor:
+    if adv.dim() == 1:
+        adv = adv.unsqueeze(-1)  # [B, 1]: a sequence-level advantage applies to every token
+    return adv.to(like.dtype).expand_as(like)
+
+
+def clipped_surrogate(logp: Tensor, old_logp: Tensor, adv: Tensor, eps_low: float,
+                      eps_high: float, dual_clip: float = 0.0) -> tuple[Tensor, Tensor, Tensor]:
+    """PPO clipped surrogate (Schulman et al., arXiv:1707.06347), as a loss to MINIMISE.
+
+    loss = max(−A·ρ, −A·clip(ρ, 1−eps_low, 1+eps_high)), ρ = exp(logp − old_logp).
+    Separate eps_low / eps_high is DAPO's clip-higher (Yu et al., arXiv:2503.14476); equal values
+    are plain PPO/GRPO. dual_clip = c > 1 is dual-clip PPO (Ye et al., arXiv:1912.09729): for
+    A < 0 the loss is additionally capped at c·|A|, so a huge ratio on a bad token cannot produce
+    an unbounded update; dual_clip = 0 disables it. Deviation: log ρ is clamped to ±20 before
+    exp() so a stale or corrupted old_logp cannot overflow.
+
+    The masks follow TRL's `clip_ratio/low_mean` / `clip_ratio/high_mean` (and verl's equivalent
+    split): clipped_low = ρ < 1−eps_low where A < 0; clipped_high = ρ > 1+eps_high where A > 0,
+    i.e. exactly the tokens where the clip is active and the gradient is zero.
+
+    logp, old_logp: [B, T]; adv: [B] or [B, T]. Returns (loss [B, T], clipped_low [B, T] bool,
+    clipped_high [B, T] bool). Padding is not masked here.
+    """
+    adv = _per_token_adv(adv, logp)
+    ratio = torch.exp((logp - old_logp).clamp(-_LOG_RATIO_CLAMP, _LOG_RATIO_CLAMP))
+    unclipped = -adv * ratio
+    clipped = -adv * ratio.clamp(1.0 - eps_low, 1.0 + eps_high)
+    loss = torch.maximum(unclipped, clipped)
+    if dual_clip > 1.0:
+        loss = torch.where(adv < 0, torch.minimum(loss, -adv * dual_clip), loss)
+    clipped_low = (ratio < 1.0 - eps_low) & (adv < 0)
+    clipped_high = (ratio > 1.0 + eps_high) & (adv > 0)
+    return loss, clipped_low, clipped_high
+
+
+def _masked(loss_B_T: Tensor, mask_B_T: Tensor) -> Tensor:
+    # where() rather than a product: 0 · inf or 0 · nan on padding must not poison the sum.
+    return torch.where(mask_B_T.bool(), loss_B_T, torch.zeros_like(loss_B_T))
+
+
+def token_mean(loss_B_T: Tensor, mask_B_T: Tensor, norm: float | None = None) -> Tensor:
+    """Σ over all completion tokens / number of tokens (DAPO, arXiv:2503.14476 Eq. 8).
+
+    norm: the number of completion tokens in the WHOLE batch when this call sees one minibatch;
+    None uses this call's own count (max(count, 1)).
+    """
+    denom = norm if norm is not None else mask_B_T.sum().clamp(min=1)
+    return _masked(loss_B_T, mask_B_T).sum() / denom
+
+
+def seq_mean_token_mean(loss_B_T: Tensor, mask_B_T: Tensor, norm: float | None = None) -> Tensor:
+    """Mean over each sequence's tokens, then mean over sequences (GRPO, arXiv:2402.03300 Eq. 3).
+
+    norm: the number of sequences in the WHOLE batch when this call sees one minibatch; None uses
+    this call's B. A sequence with no tokens contributes 0 but still counts in B.
+    """
+    per_seq_B = _masked(loss_B_T, mask_B_T).sum(-1) / mask_B_T.sum(-1).clamp(min=1)
+    denom = norm if norm is not None else loss_B_T.shape[0]
+    return per_seq_B.sum() / denom
+
+
+def seq_mean_token_sum_norm(loss_B_T: Tensor, mask_B_T: Tensor,
+                            norm: float | None = None) -> Tensor:
+    """Each sequence's token SUM divided by a constant, then mean over sequences (Dr. GRPO,
+    arXiv:2503.20783 Eq. 4 / verl's "seq-mean-token-sum-norm").
+
+    The constant is the mask's T (the padded length). Dr. GRPO uses the generation budget; the two
+    agree when the caller pads to max_new_tokens, and gradient accumulation is exact only when
+    every minibatch is padded to the same T. norm: the number of sequences in the WHOLE batch
+    when this call sees one minibatch; None uses this call's B.
+    """
+    per_seq_B = _masked(loss_B_T, mask_B_T).sum(-1) / loss_B_T.shape[-1]
+    denom = norm if norm is not None else loss_B_T.shape[0]
+    return per_seq_B.sum() / denom
+
+
+AGGREGATIONS: dict[str, Callable[..., Tensor]] = {
+    "token-mean": token_mean,
+    "seq-mean-token-mean": seq_mean_token_mean,
+    "seq-mean-token-sum-norm": seq_mean_token_sum_norm,
+}
+
+
+def token_entropy(logits: Tensor) -> Tensor:
+    """Entropy of the next-token distribution at each position: [B, T, V] → [B, T].
+
+    Computed from log_softmax (a logsumexp, so no overflow for large logits); vocabulary entries
+    with −inf logits (masked out) contribute 0 instead of 0·(−inf) = nan. Memory is O(B·T·V):
+    chunk over T for large vocabularies.
+    """
+    # half-precision logits are upcast: their entropy sums V terms and loses digits otherwise
+    logp = torch.log_softmax(logits if logits.dtype == torch.float64 else logits.float(), dim=-1)
+    p = logp.exp()
+    return -(p * logp.masked_fill(p == 0, 0.0)).sum(-1)
+
+
+def _as_stat(x: Tensor) -> Tensor:
+    # statistics are reported in float32 (or float64) whatever the training dtype
+    return x.detach() if x.dtype == torch.float64 else x.detach().float()
+
+
+def _masked_mean(x_B_T: Tensor, mask_B_T: Tensor) -> Tensor:
+    x_B_T = _as_stat(x_B_T)
+    return _masked(x_B_T, mask_B_T).sum() / mask_B_T.sum().clamp(min=1)
+
+
+def _ratio_stats(logp: Tensor, old_logp: Tensor, mask_B_T: Tensor) -> dict[str, Tensor]:
+    ratio = torch.exp(_as_stat(logp - old_logp).clamp(-_LOG_RATIO_CLAMP, _LOG_RATIO_CLAMP))
+    keep = mask_B_T.bool()
+    if not keep.any():
+        nan = _as_stat(logp.new_tensor(float("nan")))
+        return {"ratio/mean": nan, "ratio/max": nan, "ratio/min": nan}
+    return {"ratio/mean": _masked_mean(ratio, mask_B_T),
+            "ratio/max": ratio[keep].max(), "ratio/min": ratio[keep].min()}
+
+
+def grpo_loss(logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, *, eps_low: float,
+              eps_high: float, dual_clip: float = 0.0, ref_logp: Tensor | None = None,
+              beta: float = 0.0, kl_fn: Callable[[Tensor, Tensor], Tensor] = kl_k3,
+              agg_fn: Callable[..., Tensor] = token_mean, entropy: Tensor | None = None,
+              entropy_coef: float = 0.0, norm: float | None = None,
+              ) -> tuple[Tensor, dict[str, Tensor]]:
+    """GRPO objective (arXiv:2402.03300 Eq. 3) as a scalar loss to minimise, plus statistics.
+
+    loss = agg_fn(surrogate + beta·kl − entropy_coef·entropy, mask, norm=norm), with the
+    surrogate from `clipped_surrogate` and kl = kl_fn(logp, ref_logp). Deviations from the paper,
+    each opt-in: eps_high ≠ eps_low (DAPO), dual_clip, the aggregation (`AGGREGATIONS`), the
+    entropy bonus (not in GRPO). The beta and entropy terms are skipped entirely when their
+    coefficient is 0, so a nan in an unused input cannot reach the loss.
+
+    Statistics (detached float scalars, means over unmasked tokens): "clip_ratio/low_mean",
+    "clip_ratio/high_mean", "clip_ratio/region_mean", "ratio/mean", "ratio/max", "ratio/min",
+    plus "kl" only when ref_logp is given and "entropy" only when entropy is given. Statistics are
+    over THIS call's tokens, whatever `norm` says: average them across minibatches yourself.
+    Shapes: logp, old_logp, mask, ref_logp, entropy [B, T]; adv [B] or [B, T].
+    """
+    per_token, low, high = clipped_surrogate(logp, old_logp, adv, eps_low, eps_high, dual_clip)
+    stats: dict[str, Tensor] = {}
+    if ref_logp is not None:
+        kl = kl_fn(logp, ref_logp)
+        if beta != 0.0:
+            per_token = per_token + beta * kl
+        stats["kl"] = _masked_mean(kl.detach(), mask)
+    if entropy is not None:
+        if entropy_coef != 0.0:
+            per_token = per_token - entropy_coef * entropy
+        stats["entropy"] = _masked_mean(entropy.detach(), mask)
+    loss = agg_fn(per_token, mask, norm=norm)
+    stats["clip_ratio/low_mean"] = _masked_mean(low, mask)
+    stats["clip_ratio/high_mean"] = _masked_mean(high, mask)
+    stats["clip_ratio/region_mean"] = _masked_mean(low | high, mask)
+    stats.update(_ratio_stats(logp, old_logp, mask))
+    return loss, stats
