@@ -1,0 +1,182 @@
+"""Math verifier: strict final-answer extraction, an exact fast path, math-verify in killable workers.
+
+A response earns reward 1 when its single final answer equals the reference. The steps:
+
+1. extract candidate answers from the final-answer region (`math_extract`, policy per dataset via
+   `extract=` or per problem via `metadata["extract"]`); none → reward 0, flag `no_answer`;
+2. strictness: two or more *different* answers (two boxes, "3 or 4", a list where the reference is a
+   single value) → reward 0, flag `multiple_answers`;
+3. plain numbers are compared exactly in-process (`math_fast`); everything else goes to math-verify
+   in a worker process under a hard budget (`timeout_s`, default 2 s); overrun → reward 0, flag
+   `timeout`, and the worker is killed and replaced;
+4. verdicts are cached on (normalised answer, reference), and `score_batch` dedupes identical
+   responses of a group, so a group of G equal answers costs one check.
+
+Guaranteed: `score_batch` never raises on model output and each symbolic check returns within its
+budget. A reference that cannot be parsed is rejected by `check_reference` (load time); if one
+reaches `score_batch` anyway it scores 0 with flag `bad_reference`. Not guaranteed: that math-verify
+accepts every notation a human grader would (see tests/unit/test_verifier_math_truth.py).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Sequence
+
+from rlvr.types import Problem, Score
+from rlvr.verifiers.math_extract import POLICIES, extract_candidates, split_parts
+from rlvr.verifiers.math_fast import fast_equal, normalize, numbers_equal, to_number
+from rlvr.verifiers.workers import WorkerPool
+
+_SYMBOLIC = "rlvr.verifiers.math_symbolic"
+
+
+class _Plan:
+    """What one unique (response, reference) needs: a final score, or a symbolic check."""
+
+    __slots__ = ("score", "answer", "reference", "source")
+
+    def __init__(self, score: Score | None = None, answer: str = "", reference: str = "",
+                 source: str = ""):
+        self.score, self.answer, self.reference, self.source = score, answer, reference, source
+
+
+class MathVerifier:
+    name = "math"
+
+    def __init__(self, *, extract: str = "auto", timeout_s: float = 2.0, workers: int = 2,
+                 cache_size: int = 100_000, max_answer_chars: int = 1000):
+        if extract not in POLICIES:
+            raise ValueError(f"extract must be one of {', '.join(POLICIES)}, got {extract!r}")
+        self.extract = extract
+        self.timeout_s = float(timeout_s)
+        self.max_answer_chars = max_answer_chars
+        self.pool = WorkerPool(workers, preload=(_SYMBOLIC, "math_verify"))
+        self._cache: OrderedDict[tuple[str, str], tuple[bool, tuple[str, ...]]] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+        self._threads = ThreadPoolExecutor(max_workers=max(1, workers))
+
+    def check_reference(self, problem: Problem) -> None:
+        policy = problem.metadata.get("extract", self.extract)
+        if policy not in POLICIES:
+            raise ValueError(f"problem {problem.id}: unknown extract policy {policy!r}")
+        ref = _reference_text(problem.reference)
+        if ref is None:
+            raise ValueError(f"problem {problem.id}: math reference is missing or empty")
+        if to_number(ref) is not None:
+            return
+        out = self.pool.run(f"{_SYMBOLIC}:reference_ok", (ref,), self.timeout_s)
+        if out.status != "ok" or not out.value:
+            why = "timed out" if out.status == "timeout" else "cannot be parsed"
+            raise ValueError(f"problem {problem.id}: math reference {ref!r} {why}")
+
+    def score_batch(self, responses: Sequence[str], problems: Sequence[Problem]) -> list[Score]:
+        keys = [(r if isinstance(r, str) else str(r), _reference_text(p.reference),
+                 p.metadata.get("extract", self.extract)) for r, p in zip(responses, problems)]
+        plans = {key: self._plan(*key) for key in dict.fromkeys(keys)}
+        self._run_symbolic([plan for plan in plans.values() if plan.score is None])
+        return [plans[key].score for key in keys]  # type: ignore[misc]
+
+    def score(self, response: str, reference: Any, extract: str | None = None) -> Score:
+        """Score one response against one reference answer (convenience over `score_batch`)."""
+        problem = Problem("-", "", reference, metadata={"extract": extract or self.extract})
+        return self.score_batch([response], [problem])[0]
+
+    def _plan(self, response: str, ref: str | None, policy: str) -> _Plan:
+        t0 = time.perf_counter()
+        if ref is None:
+            return _Plan(Score(0.0, False, ("bad_reference",)))
+        if policy not in POLICIES:
+            return _Plan(Score(0.0, False, ("bad_reference",), details={"extract": policy}))
+        candidates, source = extract_candidates(response, policy)
+        if not candidates:
+            return _Plan(Score(0.0, False, ("no_answer",), details=_details(t0, source, "none")))
+        answers = _distinct(candidates, single=len(split_parts(ref)) <= 1)
+        extracted = " | ".join(answers)
+        if len(answers) > 1:
+            return _Plan(Score(0.0, False, ("multiple_answers",), extracted,
+                               _details(t0, source, "strict")))
+        answer = answers[0]
+        if len(answer) > self.max_answer_chars:
+            return _Plan(Score(0.0, False, ("too_long",), answer[:200], _details(t0, source, "strict")))
+        verdict = fast_equal(answer, ref)
+        if verdict is not None:
+            return _Plan(Score(float(verdict), verdict, (), answer, _details(t0, source, "fast")))
+        cached = self._cache_get((normalize(answer), ref))
+        if cached is not None:
+            ok, flags = cached
+            return _Plan(Score(float(ok), ok, flags, answer, _details(t0, source, "cache")))
+        return _Plan(None, answer, ref, source)
+
+    def _run_symbolic(self, pending: list[_Plan]) -> None:
+        by_key: dict[tuple[str, str], list[_Plan]] = {}
+        for plan in pending:
+            by_key.setdefault((normalize(plan.answer), plan.reference), []).append(plan)
+        unique = [(key, plans[0]) for key, plans in by_key.items()]
+        verdicts = self._threads.map(lambda kp: self._check(kp[1].answer, kp[1].reference), unique)
+        for (key, _), (ok, flags, ms) in zip(unique, verdicts):
+            self._cache_put(key, (ok, flags))
+            for plan in by_key[key]:
+                details = {"source": plan.source, "path": "symbolic", "ms": round(ms, 3)}
+                plan.score = Score(float(ok), ok, flags, plan.answer, details)
+
+    def _check(self, answer: str, ref: str) -> tuple[bool, tuple[str, ...], float]:
+        out = self.pool.run(f"{_SYMBOLIC}:symbolic_equal", (answer, ref), self.timeout_s)
+        if out.status == "ok":
+            return bool(out.value), (), out.ms
+        return False, (out.status,), out.ms
+
+    def _cache_get(self, key: tuple[str, str]) -> tuple[bool, tuple[str, ...]] | None:
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+            return hit
+
+    def _cache_put(self, key: tuple[str, str], value: tuple[bool, tuple[str, ...]]) -> None:
+        with self._lock:
+            self._cache[key] = value
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+
+    def close(self) -> None:
+        self._threads.shutdown(wait=False)
+        self.pool.close()
+
+
+def _reference_text(reference: Any) -> str | None:
+    if isinstance(reference, bool) or reference is None:
+        return None
+    if isinstance(reference, (int, float)):
+        return repr(reference)
+    if isinstance(reference, str) and reference.strip():
+        return reference.strip().strip("$").strip() or None
+    return None
+
+
+def _details(t0: float, source: str, path: str) -> dict[str, Any]:
+    return {"source": source, "path": path, "ms": round((time.perf_counter() - t0) * 1000, 3)}
+
+
+def _distinct(candidates: list[str], single: bool) -> list[str]:
+    """The different answers among the candidates (parts of each, when one value is expected)."""
+    if single:
+        parts = [part for c in candidates for part in split_parts(c)]
+    else:
+        parts = [", ".join(candidates)]
+    distinct: list[str] = []
+    for part in parts:
+        if not any(_same(part, seen) for seen in distinct):
+            distinct.append(part)
+    return distinct or candidates[:1]
+
+
+def _same(a: str, b: str) -> bool:
+    if normalize(a) == normalize(b):
+        return True
+    x, y = to_number(a), to_number(b)
+    return x is not None and y is not None and numbers_equal(x, y)

@@ -1,0 +1,219 @@
+"""Find the final answer in a model response: the extraction policies of the math verifier.
+
+Only the final-answer region counts: the text after the last `</think>` (a response whose `<think>`
+never closes has no final region). Within it a policy collects candidate answer strings:
+
+- "boxed":      every `\\boxed{...}` / `\\fbox{...}` (a nested box counts once, by its content);
+- "answer_tag": every `<answer>...</answer>`; a box inside a tag narrows the tag to the box;
+- "phrase":     the last "answer is ..." / "answer: ..." phrase, up to the end of its line;
+- "whole":      the whole region, for responses that are only an answer (`$\\frac{1}{2}$`, `x = 3`);
+- "auto":       the first of answer_tag, boxed, phrase that finds something, else "whole" when the
+                region is short enough to be a bare answer.
+
+All scanning is linear in the response length (brace matching by hand, no backtracking regex over
+the whole text). What this module does not do: decide whether two candidates are the same value;
+`split_parts` only separates the top-level parts of one candidate ("3 or 4", "3, 4").
+"""
+
+from __future__ import annotations
+
+import re
+
+POLICIES = ("auto", "boxed", "answer_tag", "phrase", "whole")
+_BOX_COMMANDS = ("\\boxed", "\\fbox")
+_WHOLE_MAX_CHARS = 300      # a "whole response" answer longer than this is prose, not an answer
+_AUTO_WHOLE_MAX_CHARS = 80  # auto mode only reads short bare responses as answers
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+_PHRASE = re.compile(r"(?:final\s+answer|answer)\s*(?:is|:|=)\s*:?\s*", re.IGNORECASE)
+_DELIMS = (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$"), ("**", "**"))
+
+
+def final_region(text: str) -> str:
+    """The part of `text` where a final answer may stand."""
+    lower = text.lower()
+    close = lower.rfind("</think>")
+    if close >= 0:
+        return text[close + len("</think>"):]
+    if "<think>" in lower:
+        return ""
+    return text
+
+
+def _match_brace(text: str, open_at: int) -> int:
+    """Index of the `}` closing the `{` at `open_at`, or -1. Escaped braces do not count."""
+    depth = 0
+    i = open_at
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return -1
+
+
+def _unbox(content: str) -> str:
+    """`\\boxed{\\boxed{3}}` counts as one box holding 3."""
+    content = content.strip()
+    for cmd in _BOX_COMMANDS:
+        if content.startswith(cmd + "{") and _match_brace(content, len(cmd)) == len(content) - 1:
+            return _unbox(content[len(cmd) + 1:-1])
+    return content
+
+
+def boxed_contents(text: str) -> list[str]:
+    """Contents of every top-level box in `text`, left to right."""
+    found: list[str] = []
+    i = 0
+    while True:
+        hits = [(text.find(cmd, i), cmd) for cmd in _BOX_COMMANDS]
+        hits = [(at, cmd) for at, cmd in hits if at >= 0]
+        if not hits:
+            return found
+        at, cmd = min(hits)
+        j = at + len(cmd)
+        while j < len(text) and text[j] == " ":
+            j += 1
+        if j < len(text) and text[j] == "{":
+            end = _match_brace(text, j)
+            if end < 0:
+                return found
+            found.append(_unbox(text[j + 1:end]))
+            i = end + 1
+        else:  # `\boxed 5`: the box holds the next token
+            m = re.match(r"[^\s$]+", text[j:])
+            if m and j > at + len(cmd):
+                found.append(m.group(0))
+            i = j + (m.end() if m else 0) or j + 1
+            i = max(i, at + 1)
+
+
+def strip_delimiters(answer: str) -> str:
+    """Remove math delimiters, markdown bold and trailing full stops around an answer."""
+    s = answer.strip()
+    while s:
+        before = s
+        s = s.rstrip(".").strip()
+        for left, right in _DELIMS:
+            if len(s) >= len(left) + len(right) and s.startswith(left) and s.endswith(right):
+                s = s[len(left):len(s) - len(right)].strip()
+                break
+        if s == before:
+            return s
+    return s
+
+
+def _tag_candidates(region: str) -> list[str]:
+    out: list[str] = []
+    for m in _ANSWER_TAG.finditer(region):
+        inner = m.group(1)
+        boxes = boxed_contents(inner)
+        out.extend(boxes if boxes else [strip_delimiters(inner)])
+    return out
+
+
+def _phrase_candidates(region: str) -> list[str]:
+    last = None
+    for last in _PHRASE.finditer(region):
+        pass
+    if last is None:
+        return []
+    rest = region[last.end():]
+    line = rest.split("\n", 1)[0]
+    boxes = boxed_contents(line)
+    if boxes:
+        return boxes
+    # A sentence ends at ". " followed by a capital letter; decimals keep their point.
+    line = re.split(r"\.\s+(?=[A-Z])", line, maxsplit=1)[0]
+    return [strip_delimiters(line)]
+
+
+def _whole_candidates(region: str, max_chars: int) -> list[str]:
+    s = strip_delimiters(region)
+    if not s or len(s) > max_chars:
+        return []
+    return [s]
+
+
+def extract_candidates(text: str, policy: str = "auto") -> tuple[list[str], str]:
+    """Candidate answers in the final region of `text` under `policy`, and the policy that found them.
+
+    Empty candidates are dropped; an empty list means no answer was found.
+    """
+    if policy not in POLICIES:
+        raise ValueError(f"unknown extraction policy {policy!r}; known: {', '.join(POLICIES)}")
+    region = final_region(text)
+    finders = {
+        "answer_tag": lambda: _tag_candidates(region),
+        "boxed": lambda: boxed_contents(region),
+        "phrase": lambda: _phrase_candidates(region),
+        "whole": lambda: _whole_candidates(region, _WHOLE_MAX_CHARS),
+    }
+    order = ["answer_tag", "boxed", "phrase"] if policy == "auto" else [policy]
+    for name in order:
+        found = [c for c in map(strip_delimiters, finders[name]()) if c]
+        if found:
+            return found, name
+    if policy == "auto":
+        found = [c for c in _whole_candidates(region, _AUTO_WHOLE_MAX_CHARS) if _looks_bare(c)]
+        return found, "whole"
+    return [], policy
+
+
+def _looks_bare(answer: str) -> bool:
+    """A short string with a digit or LaTeX and at most two words outside LaTeX is a bare answer."""
+    if len(answer) > 3 and not re.search(r"[\d\\]", answer):
+        return False
+    words = re.findall(r"(?<!\\)\b[A-Za-z]{3,}\b", re.sub(r"\\[A-Za-z]+(\{[^{}]*\})?", " ", answer))
+    return len(words) <= 2
+
+
+_SEPARATORS = re.compile(
+    r"\\text\{\s*(?:or|and)\s*\}|\\(?:q)?quad|\\mathrm\{\s*(?:or|and)\s*\}|\bor\b|\band\b|[,;]")
+
+
+def split_parts(answer: str) -> list[str]:
+    """Top-level parts of one answer: separators inside (), [], {} or an environment do not split.
+
+    A comma between digit groups of three (`1,000`) and `{,}` are thousands separators, not lists.
+    """
+    s = answer.replace("{,}", "")
+    s = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", s)
+    parts: list[str] = []
+    depth = 0
+    start = 0
+    i = 0
+    while i < len(s):
+        c = s[i]
+        if c == "\\" and s.startswith(("\\{", "\\}"), i):
+            depth += 1 if s[i + 1] == "{" else -1
+            i += 2
+            continue
+        if c == "\\" and s.startswith(("\\begin", "\\left"), i):
+            depth += 1
+        elif c == "\\" and s.startswith(("\\end", "\\right"), i):
+            depth -= 1
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif depth <= 0 and c in "\\,;ao":
+            m = _SEPARATORS.match(s, i)
+            if m and (c in ",;\\" or _word_boundary(s, i)):
+                parts.append(s[start:i])
+                start = i = m.end()
+                continue
+        i += 2 if c == "\\" and i + 1 < len(s) and not s[i + 1].isalpha() else 1
+    parts.append(s[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _word_boundary(s: str, i: int) -> bool:
+    return i == 0 or not (s[i - 1].isalnum() or s[i - 1] == "\\")

@@ -1,0 +1,153 @@
+"""The in-process fast path of the math verifier: plain numbers compared exactly, no sympy.
+
+`normalize` turns an answer string into a canonical text (spacing, `\\left`/`\\right`, `\\dfrac`,
+currency signs, trailing units, thousands separators). `to_number` reads plain integers, decimals,
+`a/b`, `\\frac{a}{b}`, percentages, scientific notation and simple LaTeX numbers as an exact
+`Fraction`. `fast_equal` decides equality when both sides are plain numbers and returns None
+otherwise, so that only genuinely symbolic answers go to the worker processes.
+
+Equality follows math-verify's numeric rules: exact for two terminating decimals (3 ≠ 3.0000001);
+rounded to 6 places when one side is a decimal and the other a non-terminating fraction
+(1/3 = 0.333333 but 1/3 ≠ 0.333); a percentage equals its number or its hundredth (50% = 50 = 0.5).
+Numbers longer than `MAX_DIGITS` are not read here (they go to the bounded symbolic check).
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from typing import NamedTuple
+
+MAX_DIGITS = 200
+ROUND_PLACES = 6
+
+_UNITS = (
+    "cm|mm|km|m|kg|g|mg|lb|lbs|pounds?|ounces?|oz|s|sec|seconds?|minutes?|mins?|hours?|hrs?|h|days?|"
+    "weeks?|months?|years?|dollars?|cents?|euros?|degrees?|inch(?:es)?|in|feet|foot|ft|yards?|yd|"
+    "miles?|mi|mph|km/h|m/s|liters?|litres?|l|ml|units?|square\\s+\\w+|sq\\s*\\w+|cubic\\s+\\w+|"
+    "meters?|metres?|centimeters?|kilometers?|grams?|kilograms?|people|students?|points?|ways?|"
+    "times|apples|marbles|books|cookies|percent"
+)
+_TRAILING_UNIT = re.compile(rf"(?<=[\d}}.])\s*(?:\\,|\\ |~)?\s*(?:{_UNITS})\.?$", re.IGNORECASE)
+_TEXT_WRAP = re.compile(r"\\(?:text|textbf|mathrm|mathbf|mbox|textnormal|operatorname)\s*\{([^{}]*)\}")
+_TRAILING_TEXT = re.compile(r"(?<=[\d}.])\s*\\(?:text|mbox|mathrm)\s*\{\s*[A-Za-z][A-Za-z .²³/^-]*\}$")
+_CURRENCY = re.compile(r"^(?:\\\$|\$|€|£|¥|\\euro|USD|US\$|EUR|GBP|Rs\.?)\s*")
+_DEGREES = re.compile(r"\^\s*\{?\\circ\}?|°|\\degree")
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
+_FRAC = re.compile(r"([+-]?)\\[dt]?frac\s*(?:\{\s*([+-]?\d+)\s*\}|(\d))\s*(?:\{\s*([+-]?\d+)\s*\}|(\d))")
+_SLASH = re.compile(r"([+-]?\d+)\s*/\s*([+-]?\d+)")
+_SCI = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*(?:\\times|\\cdot|\*|x)\s*10\s*\^\s*\{?\s*([+-]?\d{1,3})\s*\}?")
+_E_NOTATION = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+))[eE]([+-]?\d{1,3})")
+
+
+class Number(NamedTuple):
+    value: Fraction
+    percent: bool      # written with %, so its hundredth is also accepted
+    decimal: bool      # written with a decimal point (or as a percentage of one)
+
+
+def normalize(answer: str) -> str:
+    """Canonical text of an answer: what two spellings of the same answer have in common."""
+    s = answer.strip()
+    for old, new in (("\\left", ""), ("\\right", ""), ("\\!", ""), ("\\,", ""), ("\\;", ""),
+                     ("\\ ", ""), ("{,}", ""), ("\\dfrac", "\\frac"), ("\\tfrac", "\\frac"),
+                     ("\\displaystyle", ""), ("−", "-"), ("\\%", "%"), ("\\$", "$")):
+        s = s.replace(old, new)
+    s = _TRAILING_TEXT.sub("", s)
+    s = _DEGREES.sub("", s)
+    s = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", s)
+    s = re.sub(r"\s+", " ", s).strip()
+    return s
+
+
+def _strip_decorations(s: str) -> str:
+    s = re.sub(r"^[A-Za-z]\s*=\s*(?=[-+\d.\\$])", "", s)  # "x = 3" reads as 3 on the fast path
+    s = _CURRENCY.sub("", s)
+    for _ in range(3):
+        s2 = _TEXT_WRAP.sub(r"\1", s).strip()
+        s2 = re.sub(r"^\{(.*)\}$", r"\1", s2).strip()
+        s2 = _TRAILING_UNIT.sub("", s2).strip()
+        s2 = _CURRENCY.sub("", s2)
+        if s2 == s:
+            break
+        s = s2
+    return s
+
+
+def to_number(answer: str) -> Number | None:
+    """The exact value of a plain-number answer, or None if it is anything else."""
+    if len(answer) > MAX_DIGITS:
+        return None
+    s = _strip_decorations(normalize(answer))
+    percent = False
+    if s.endswith("%"):
+        s, percent = s[:-1].strip(), True
+    elif s.lower().endswith("percent"):
+        s, percent = s[: -len("percent")].strip(), True
+    value = _read_value(s)
+    if value is None:
+        return None
+    return Number(value[0], percent, value[1])
+
+
+def _read_value(s: str) -> tuple[Fraction, bool] | None:
+    if m := _NUMBER.fullmatch(s):
+        return Fraction(m.group(0)), "." in s
+    if m := _FRAC.fullmatch(s):
+        num, den = int(m.group(2) or m.group(3)), int(m.group(4) or m.group(5))
+        return _ratio(-num if m.group(1) == "-" else num, den)
+    if m := _SLASH.fullmatch(s):
+        return _ratio(int(m.group(1)), int(m.group(2)))
+    m = _SCI.fullmatch(s) or _E_NOTATION.fullmatch(s)
+    if m:
+        return Fraction(m.group(1)) * Fraction(10) ** int(m.group(2)), True
+    return None
+
+
+def _ratio(num: int, den: int) -> tuple[Fraction, bool] | None:
+    return (Fraction(num, den), False) if den != 0 else None
+
+
+def _round(x: Fraction, places: int = ROUND_PLACES) -> Fraction:
+    return Fraction(round(x * 10**places), 10**places)
+
+
+def _terminates(x: Fraction) -> bool:
+    d = x.denominator
+    for p in (2, 5):
+        while d % p == 0:
+            d //= p
+    return d == 1
+
+
+def _values_equal(a: Fraction, a_dec: bool, b: Fraction, b_dec: bool) -> bool:
+    if a == b:
+        return True
+    # A decimal stands for a non-terminating fraction only when rounded, as in math-verify.
+    if (a_dec and not _terminates(b)) or (b_dec and not _terminates(a)):
+        return _round(a) == _round(b)
+    return False
+
+
+def numbers_equal(pred: Number, ref: Number) -> bool:
+    """Equality of two plain numbers, with percentages read either way."""
+    preds = [(pred.value, pred.decimal)]
+    if pred.percent:
+        preds.append((pred.value / 100, True))
+    refs = [(ref.value, ref.decimal)]
+    if ref.percent:
+        refs.append((ref.value / 100, True))
+    return any(_values_equal(p, pd, r, rd) for p, pd in preds for r, rd in refs)
+
+
+def fast_equal(pred: str, ref: str) -> bool | None:
+    """True/False when both answers are plain numbers (or identical text); None when undecided."""
+    pred_n, ref_n = normalize(pred), normalize(ref)
+    if pred_n == ref_n:
+        return True
+    if "=" in ref_n:  # an equation reference: variable names matter, sympy decides
+        return None
+    p, r = to_number(pred), to_number(ref)
+    if p is None or r is None:
+        return None
+    return numbers_equal(p, r)

@@ -1,0 +1,58 @@
+"""The symbolic side of the math verifier: math-verify's parse + verify, run inside worker processes.
+
+These functions may take unbounded time on hostile input (`9^{9^{9^{9}}}`); they are only called in
+`workers.py` processes, which are killed when they overrun. math-verify's own signal timeouts are
+switched off here because the kill is the timeout. Beyond math-verify, a numeric equation with no
+variables (`3 = 4`) counts as a claim that is false, never as its right-hand side.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import lru_cache
+
+logging.getLogger("math_verify").setLevel(logging.CRITICAL)
+
+
+def _wrap(answer: str) -> str:
+    return answer if answer.lstrip().startswith("$") else f"${answer}$"
+
+
+@lru_cache(maxsize=4096)
+def _parse(answer: str) -> tuple:
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse
+
+    configs = [LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()]
+    return tuple(parse(_wrap(answer), extraction_config=configs, parsing_timeout=None))
+
+
+def _false_numeric_claim(expr) -> bool:
+    """`3 = 4`: an equation between two numbers that differ."""
+    from sympy import Eq
+
+    if not isinstance(expr, Eq) or expr.free_symbols:
+        return False
+    lhs, rhs = expr.args
+    try:
+        return bool(abs((lhs - rhs).evalf(30)) > 1e-9)
+    except Exception:
+        return True
+
+
+def reference_ok(reference: str) -> bool:
+    """Whether math-verify reads the reference as a mathematical object (not only a string)."""
+    from sympy import Basic, MatrixBase
+
+    return any(isinstance(x, (Basic, MatrixBase)) for x in _parse(reference))
+
+
+def symbolic_equal(pred: str, reference: str) -> bool:
+    """math-verify's verdict on pred against reference, with false numeric claims rejected."""
+    from math_verify import verify
+
+    gold, target = _parse(reference), _parse(pred)
+    if not gold or not target:
+        return False
+    if any(_false_numeric_claim(t) for t in target):
+        return False
+    return bool(verify(list(gold), list(target), timeout_seconds=None))
