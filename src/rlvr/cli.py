@@ -1,0 +1,124 @@
+"""`rlvr quickstart | train | sft | eval | verify | report`: parse, build config, call one function.
+
+Bad input (config, data, paths) is reported as one line naming what is wrong and where, with exit
+status 2 and no traceback (unless --debug). Nothing is written to a run directory before the whole
+setup has been validated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from rlvr.errors import UserError
+
+
+def _cmd_quickstart(args: argparse.Namespace) -> int:
+    from rlvr.quickstart import quickstart
+    from rlvr.report import write_report
+
+    summary = quickstart(args.config, args.overrides, stop_accuracy=args.stop_accuracy)
+    path = write_report(Path(summary["run_dir"]))
+    print(f"report: {path}")
+    return 0
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from rlvr import config
+    from rlvr.train import train
+
+    overrides = list(args.overrides)
+    if args.resume:
+        overrides.append(f"run.resume={args.resume}")
+    cfg = config.load(args.config, overrides)
+    summary = train(cfg)
+    print(f"final held-out accuracy: {summary['final_accuracy']}; run dir: {cfg.run.dir}")
+    if cfg.run.report:
+        from rlvr.report import write_report
+        print(f"report: {write_report(Path(cfg.run.dir))}")
+    return 0
+
+
+def _cmd_sft(args: argparse.Namespace) -> int:
+    from rlvr.sft_cli import run_sft
+    return run_sft(args)
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from rlvr.eval_cli import run_eval
+    return run_eval(args)
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from rlvr.verifiers.offline import main as verify_main
+    return verify_main(args.rest)
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from rlvr.report import write_report
+
+    run_dir = Path(args.run_dir)
+    if not (run_dir / "metrics.jsonl").is_file():
+        raise UserError(f"{run_dir} is not a run directory (no metrics.jsonl)")
+    print(write_report(run_dir))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rlvr", description=__doc__.splitlines()[0])
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("quickstart", help="tiny model: SFT cold start, GRPO, before/after table")
+    p.add_argument("--config", default=None, help="GRPO stage config (default configs/quickstart.yaml)")
+    p.add_argument("--stop-accuracy", type=float, default=0.2,
+                   help="end the cold start once a held-out subset reaches this accuracy")
+    p.add_argument("overrides", nargs="*", help="dotted overrides, e.g. grpo.steps=50")
+    p.set_defaults(func=_cmd_quickstart)
+
+    p = sub.add_parser("train", help="GRPO training from a YAML config")
+    p.add_argument("config")
+    p.add_argument("overrides", nargs="*", help="dotted overrides, e.g. grpo.group_size=16")
+    p.add_argument("--resume", choices=None, default=None, help="auto | never | PATH (run.resume)")
+    p.set_defaults(func=_cmd_train)
+
+    from rlvr.sft_cli import add_arguments as add_sft_arguments
+    p = sub.add_parser("sft", help="supervised fine-tuning: traces, JSONL pairs, or teacher distillation")
+    add_sft_arguments(p)
+    p.set_defaults(func=_cmd_sft)
+
+    from rlvr.eval_cli import add_arguments as add_eval_arguments
+    p = sub.add_parser("eval", help="held-out accuracy, pass@k, maj@k, budget curves")
+    add_eval_arguments(p)
+    p.set_defaults(func=_cmd_eval)
+
+    p = sub.add_parser("verify", help="score a JSONL file offline with a verifier", add_help=False)
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p.set_defaults(func=_cmd_verify)
+
+    p = sub.add_parser("report", help="write RUN_DIR/report.html")
+    p.add_argument("run_dir")
+    p.set_defaults(func=_cmd_report)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        if args.debug:
+            raise
+        print(f"rlvr {args.command}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted; the newest complete checkpoint is kept", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

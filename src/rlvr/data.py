@@ -1,0 +1,121 @@
+"""Problems from JSONL, parquet, or a saved `datasets` dataset, validated before training starts.
+
+A row holds `prompt` (text, or chat messages as a list of {role, content}), and what its verifier
+needs: `reference` (math / built-in answers), `tests` (code), `constraints` (instruction
+constraints). Optional: `id` (unique; defaults to the row number), `verifier` (defaults to the
+dataset's), `metadata` (a mapping kept with the problem). Unknown top-level keys are kept in
+metadata. Every error names the file, the line (1-based, for JSONL) and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+from rlvr.errors import DataError
+from rlvr.types import Problem
+
+_ROLES = {"system", "user", "assistant", "tool"}
+
+
+def _rows_jsonl(path: Path) -> Iterator[tuple[str, Any]]:
+    with path.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                yield f"{path}:{n}", json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"invalid JSON ({exc.msg} at column {exc.colno})",
+                                where=f"{path}:{n}") from None
+
+
+def _rows_table(path: Path) -> Iterator[tuple[str, Any]]:
+    try:
+        if path.is_dir():
+            import datasets
+            ds = datasets.load_from_disk(str(path))
+            if isinstance(ds, datasets.DatasetDict):
+                ds = ds["train"] if "train" in ds else next(iter(ds.values()))
+        else:
+            import datasets
+            ds = datasets.Dataset.from_parquet(str(path))
+    except Exception as exc:  # datasets raises many types for unreadable files
+        raise DataError(f"cannot read dataset ({type(exc).__name__}: {exc})", where=str(path)) from None
+    for n, row in enumerate(ds, 1):
+        yield f"{path}:row {n}", row
+
+
+def _check_prompt(prompt: Any, where: str) -> Any:
+    if isinstance(prompt, str):
+        if not prompt.strip():
+            raise DataError("field 'prompt' is empty", where=where)
+        return prompt
+    if isinstance(prompt, list) and prompt:
+        for i, m in enumerate(prompt):
+            if not isinstance(m, dict) or not isinstance(m.get("content"), str) \
+                    or m.get("role") not in _ROLES:
+                raise DataError(f"field 'prompt[{i}]' must be {{role: one of {sorted(_ROLES)}, "
+                                "content: string}}", where=where)
+        return [{"role": m["role"], "content": m["content"]} for m in prompt]
+    if prompt is None:
+        raise DataError("missing field 'prompt'", where=where)
+    raise DataError(f"field 'prompt' must be a string or a list of chat messages, "
+                    f"got {type(prompt).__name__}", where=where)
+
+
+def row_to_problem(row: Any, where: str, index: int, default_verifier: str) -> Problem:
+    if not isinstance(row, dict):
+        raise DataError(f"a row must be a JSON object, got {type(row).__name__}", where=where)
+    prompt = _check_prompt(row.get("prompt"), where)
+    verifier = row.get("verifier") or default_verifier
+    if not isinstance(verifier, str) or not verifier:
+        raise DataError("field 'verifier' is missing (no default verifier set; use "
+                        "data.verifier=NAME or a 'verifier' column)", where=where)
+    pid = row.get("id", index)
+    if not isinstance(pid, (str, int)) or isinstance(pid, bool):
+        raise DataError(f"field 'id' must be a string or integer, got {type(pid).__name__}", where=where)
+    metadata = row.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise DataError("field 'metadata' must be a mapping", where=where)
+    metadata = dict(metadata)
+    for key, value in row.items():
+        if key not in {"prompt", "verifier", "id", "metadata", "reference", "answer", "tests"}:
+            metadata[key] = value
+    reference = row.get("reference", row.get("answer", row.get("tests")))
+    metadata["source"] = where
+    return Problem(id=str(pid), prompt=prompt, reference=reference, verifier=verifier,
+                   metadata=metadata)
+
+
+def load_problems(path: str | Path, default_verifier: str = "") -> list[Problem]:
+    """Read and validate every row; raise DataError at the first bad one."""
+    path = Path(path)
+    if not path.exists():
+        raise DataError("file not found", where=str(path))
+    rows = _rows_jsonl(path) if path.suffix in {".jsonl", ".json"} else _rows_table(path)
+    problems, seen = [], {}
+    for index, (where, row) in enumerate(rows):
+        problem = row_to_problem(row, where, index, default_verifier)
+        if problem.id in seen:
+            raise DataError(f"duplicate id {problem.id!r} (first at {seen[problem.id]})", where=where)
+        seen[problem.id] = where
+        problems.append(problem)
+    if not problems:
+        raise DataError("no problems (the file is empty)", where=str(path))
+    return problems
+
+
+def check_references(problems: list[Problem], verifiers: dict[str, Any]) -> None:
+    """Ask each problem's verifier to vet its reference; unknown verifier names are errors too."""
+    for p in problems:
+        where = p.metadata.get("source")
+        verifier = verifiers.get(p.verifier)
+        if verifier is None:
+            raise DataError(f"field 'verifier': unknown verifier {p.verifier!r}; known: "
+                            f"{', '.join(sorted(verifiers))}", where=where)
+        try:
+            verifier.check_reference(p)
+        except ValueError as exc:
+            raise DataError(f"field 'reference': {exc}", where=where) from None

@@ -1,0 +1,91 @@
+"""Metrics out of the loop: `metrics.jsonl`, TensorBoard scalars, transcripts and the console.
+
+`metrics.jsonl` is the record of a run: one JSON object per line, each with `step`. Step lines
+hold the metrics; eval lines hold `eval/*` keys; event lines hold `event` (alarms). On resume the
+file is cut back to the byte offset saved in the checkpoint, so lines after it are written once.
+TensorBoard is best-effort: a missing or broken tensorboard install never stops training.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from rlvr.types import Group
+
+NON_DETERMINISTIC_PREFIXES = ("timing/", "time", "tokens_per_s")
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+class MetricsLog:
+    def __init__(self, run_dir: Path, tensorboard: bool = True):
+        self.path = run_dir / "metrics.jsonl"
+        self.transcripts = run_dir / "transcripts.jsonl"
+        self.t0 = time.time()
+        self._tb = None
+        if tensorboard:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+                self._tb = SummaryWriter(str(run_dir / "tensorboard"))
+            except Exception:  # tensorboard is optional at run time
+                self._tb = None
+
+    def offsets(self) -> dict[str, int]:
+        return {str(p.name): p.stat().st_size if p.exists() else 0
+                for p in (self.path, self.transcripts)}
+
+    def truncate_to(self, offsets: dict[str, int]) -> None:
+        """Drop lines written after a checkpoint (they will be written again)."""
+        for p in (self.path, self.transcripts):
+            size = offsets.get(p.name, 0)
+            if p.exists() and p.stat().st_size > size:
+                with p.open("r+b") as f:
+                    f.truncate(size)
+
+    def write(self, record: dict[str, Any]) -> None:
+        record = {k: _clean(v) for k, v in record.items()}
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        if self._tb is not None and "step" in record:
+            for key, value in record.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "step":
+                    self._tb.add_scalar(key, value, record["step"])
+
+    def write_transcripts(self, step: int, groups: Sequence[Group], advantages) -> None:
+        """The best- and worst-advantage completion of the step, with reward, flags, advantage."""
+        flat = [(float(advantages[p, g]), p, g) for p, grp in enumerate(groups)
+                for g in range(len(grp.completions))]
+        if not flat:
+            return
+        picks = {"best": max(flat), "worst": min(flat)}
+        with self.transcripts.open("a", encoding="utf-8") as f:
+            for kind, (adv, p, g) in picks.items():
+                c, problem = groups[p].completions[g], groups[p].problem
+                f.write(json.dumps({
+                    "step": step, "kind": kind, "problem_id": problem.id,
+                    "prompt": problem.prompt if isinstance(problem.prompt, str) else json.dumps(problem.prompt),
+                    "completion": c.text, "reward": c.score.reward if c.score else None,
+                    "advantage": adv, "flags": list(c.score.flags) if c.score else [],
+                    "finish_reason": c.finish_reason}) + "\n")
+
+    def close(self) -> None:
+        if self._tb is not None:
+            self._tb.close()
+
+
+def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

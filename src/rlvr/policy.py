@@ -1,0 +1,123 @@
+"""Model and tokenizer loading, prompt encoding, and per-token log-probs of completions.
+
+Any `AutoModelForCausalLM` checkpoint loads from a local path (or a hub id where the user has
+network). `builtin:tiny-llama` builds the embedded default model in memory. Prompts given as chat
+messages go through the tokenizer's chat template when it has one. Nothing here knows about GRPO.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+
+from rlvr.errors import UserError
+from rlvr.types import Problem
+
+BUILTIN_TINY = "builtin:tiny-llama"
+
+
+def quiet_transformers() -> None:
+    """Silence per-load progress bars and advisory warnings that drown the training console."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+
+
+def load_policy(path: str, dtype: str = "float32", seed: int = 0):
+    """(model, tokenizer) from a checkpoint path, hub id, or `builtin:tiny-llama`."""
+    quiet_transformers()
+    if path == BUILTIN_TINY:
+        from rlvr.tasks.tiny_model import build_model
+        model, tokenizer = build_model(seed)
+        return model.to(getattr(torch, dtype)), tokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if not Path(path).exists() and not _looks_like_hub_id(path):
+        raise UserError(f"model.path: {path} does not exist")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
+    except OSError as exc:
+        raise UserError(f"model.path: cannot load a Hugging Face model from {path!r} ({exc})")
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return model, tokenizer
+
+
+def _looks_like_hub_id(path: str) -> bool:
+    return path.count("/") == 1 and not path.startswith((".", "/"))
+
+
+def load_reference(policy) -> torch.nn.Module:
+    """A frozen copy of the initial policy for the KL term."""
+    import copy
+
+    ref = copy.deepcopy(policy)
+    ref.eval()
+    for p in ref.parameters():
+        p.requires_grad_(False)
+    return ref
+
+
+def encode_prompt(tokenizer, problem: Problem, use_chat_template: bool = True) -> list[int]:
+    """Token ids for a problem's prompt: chat template for messages when the tokenizer has one."""
+    prompt = problem.prompt
+    if isinstance(prompt, list):
+        if use_chat_template and getattr(tokenizer, "chat_template", None):
+            ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True)
+            return list(ids["input_ids"] if isinstance(ids, dict) else ids)
+        prompt = "\n".join(f"{m['role']}: {m['content']}" for m in prompt) + "\nassistant:"
+    return list(tokenizer(prompt)["input_ids"])
+
+
+def left_pad(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """[B, T] ids and attention mask with sequences aligned to the right."""
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    for i, s in enumerate(seqs):
+        if s:
+            ids[i, width - len(s):] = torch.tensor(s, dtype=torch.long)
+            mask[i, width - len(s):] = 1
+    return ids, mask
+
+
+def right_pad(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(1, max(len(s) for s in seqs))
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    for i, s in enumerate(seqs):
+        ids[i, :len(s)] = torch.tensor(s, dtype=torch.long)
+        mask[i, :len(s)] = 1
+    return ids, mask
+
+
+def positions(mask: torch.Tensor) -> torch.Tensor:
+    return (mask.cumsum(-1) - 1).clamp_(min=0)
+
+
+def completion_logits(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor,
+                      completion_ids: torch.Tensor, completion_mask: torch.Tensor) -> torch.Tensor:
+    """Logits that predict each completion token: [B, Tc, V].
+
+    Layout is [left-padded prompt | right-padded completion]; only the last Tc + 1 positions go
+    through the LM head (`logits_to_keep`), which matters for large vocabularies.
+    """
+    ids = torch.cat([prompt_ids, completion_ids], dim=1)
+    mask = torch.cat([prompt_mask, completion_mask], dim=1)
+    tc = completion_ids.shape[1]
+    out = model(input_ids=ids, attention_mask=mask, position_ids=positions(mask),
+                use_cache=False, logits_to_keep=tc + 1)
+    return out.logits[:, :-1, :]
+
+
+def token_logprobs(logits: torch.Tensor, tokens: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """log π(token) under softmax(logits / temperature): [B, T]."""
+    if temperature != 1.0:
+        logits = logits / temperature
+    logp = F.log_softmax(logits.float(), dim=-1)
+    return logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)

@@ -1,0 +1,210 @@
+"""Everything a training run holds, built once from a Config: the plumbing behind `train()`.
+
+`Run.open` validates the whole setup (model path, data, verifiers, references) before it writes
+anything, then builds the policy, optimizer, engine, verifiers, sampler and logs, and resumes from
+the newest complete checkpoint in the run directory when there is one. Randomness for each step
+(problem draws, sampling, minibatch order) is derived from (seed, step), so a resumed run repeats
+exactly what an uninterrupted run does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import torch
+
+from rlvr import checkpoint, config as config_mod
+from rlvr.algo.advantages import ADVANTAGES
+from rlvr.algo.kl import KL_ESTIMATORS
+from rlvr.algo.losses import AGGREGATIONS
+from rlvr.config import Config
+from rlvr.errors import UserError
+from rlvr.evaluate import greedy_accuracy, score_groups
+from rlvr.monitor import MetricsLog
+from rlvr.rollout.base import SamplingParams
+from rlvr.setup import build_engine, build_problems, build_verifiers, set_threads
+from rlvr.schedule import lr_multiplier
+from rlvr.stats import step_metrics
+from rlvr.types import Group
+from rlvr.update import LossSpec
+
+
+class Run:
+    def __init__(self, cfg: Config):
+        self.cfg = cfg
+        self.dir = Path(cfg.run.dir)
+        self.ckpt_root = self.dir / "checkpoints"
+        self.timings: dict[str, float] = {}
+        self.best: tuple[float, Path | None] = (float("-inf"), None)
+        self.bad_steps = 0
+        self.start_step = 0
+
+    @classmethod
+    def open(cls, cfg: Config) -> "Run":
+        run = cls(cfg)
+        set_threads(cfg.run.threads)
+        run.verifiers, run.train_problems, run.heldout, run.task = build_problems(cfg)
+        resume_from = run._resume_point()
+        from rlvr.policy import load_policy, load_reference
+        run.policy, run.tokenizer = load_policy(cfg.model.path, cfg.model.dtype, cfg.seed)
+        run.reference = load_reference(run.policy) if cfg.grpo.beta > 0 else None
+        run.dir.mkdir(parents=True, exist_ok=True)
+        config_mod.dump(cfg, run.dir / "config.yaml")
+        run._build_training_state()
+        run.log_out = MetricsLog(run.dir)
+        if resume_from is not None:
+            run._resume(resume_from)
+        return run
+
+    def _resume_point(self) -> Path | None:
+        mode = self.cfg.run.resume
+        if mode == "never":
+            return None
+        if mode == "auto":
+            checkpoint.clean_partial(self.ckpt_root)
+            return checkpoint.latest(self.ckpt_root)
+        path = Path(mode)
+        if not (path / checkpoint.MARKER).is_file():
+            raise UserError(f"run.resume: {path} is not a complete checkpoint directory")
+        return path
+
+    def _build_training_state(self) -> None:
+        cfg, g = self.cfg, self.cfg.grpo
+        torch.manual_seed(cfg.seed)
+        random.seed(cfg.seed)
+        np.random.seed(cfg.seed % 2**32)
+        self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=g.lr, betas=g.adam_betas,
+                                           weight_decay=g.weight_decay)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lr_multiplier(g.lr_schedule, g.steps, g.warmup_steps, g.min_lr_ratio))
+        self.engine = build_engine(cfg, self.policy, self.tokenizer)
+        self.sampler = self._build_sampler()
+        self.advantage_fn = ADVANTAGES[g.advantage]
+        self.loss_spec = LossSpec(
+            kl_fn=KL_ESTIMATORS[g.kl_estimator], agg_fn=AGGREGATIONS[g.loss_agg],
+            agg_counts_tokens=g.loss_agg == "token-mean", eps_low=g.eps_low, eps_high=g.eps_high,
+            dual_clip=g.dual_clip, beta=g.beta, entropy_coef=g.entropy_coef,
+            temperature=cfg.rollout.temperature)
+        r = cfg.rollout
+        self.sampling = SamplingParams(r.temperature, r.top_p, r.max_new_tokens)
+        self.pad_id = self.engine.pad_id
+
+    def _build_sampler(self):
+        from rlvr.setup import build_sampler
+        return build_sampler(self.cfg, self.task, self.train_problems)
+
+    # ---- the verbs used by train() -------------------------------------------------------------
+
+    def steps(self) -> Iterator[int]:
+        from rlvr.progress import Progress
+        with Progress(self.cfg.grpo.steps, self.start_step, enabled=self.cfg.run.progress) as bar:
+            self.bar = bar
+            for step in range(self.start_step, self.cfg.grpo.steps):
+                self.step_started = time.perf_counter()
+                self.timings = {}
+                yield step
+
+    def seed_for(self, step: int, stream: str = "rollout") -> int:
+        digest = hashlib.sha256(f"{self.cfg.seed}/{step}/{stream}".encode()).digest()
+        return int.from_bytes(digest[:8], "little") >> 1
+
+    @contextlib.contextmanager
+    def timed(self, name: str):
+        t0 = time.perf_counter()
+        yield
+        self.timings[f"timing/{name}"] = self.timings.get(f"timing/{name}", 0.0) + time.perf_counter() - t0
+
+    def verify(self, groups: Sequence[Group]) -> None:
+        with self.timed("verify"):
+            score_groups(groups, self.verifiers)
+
+    def advantages(self, groups: Sequence[Group]) -> torch.Tensor:
+        rewards = torch.tensor([g.rewards for g in groups], dtype=torch.float32)  # [P, G]
+        return self.advantage_fn(rewards)
+
+    def log(self, step: int, groups: Sequence[Group], advantages: torch.Tensor,
+            stats: dict[str, float]) -> dict[str, Any]:
+        self.timings["timing/step"] = time.perf_counter() - self.step_started
+        record = {"step": step, "time": time.time() - self.log_out.t0}
+        record.update(step_metrics(groups, advantages, self.cfg.rollout.max_new_tokens))
+        record.update(stats)
+        record.update(self.timings)
+        record["tokens_per_s"] = record["completions/total_tokens"] / max(1e-9, self.timings["timing/step"])
+        self._check_finite(step, stats)
+        self.log_out.write(record)
+        if self.cfg.run.transcripts_every and step % self.cfg.run.transcripts_every == 0:
+            self.log_out.write_transcripts(step, groups, advantages)
+        self.bar.update(step + 1, record)
+        return record
+
+    def _check_finite(self, step: int, stats: dict[str, float]) -> None:
+        bad = any(isinstance(v, float) and v != v for v in stats.values())
+        self.bad_steps = self.bad_steps + 1 if bad else 0
+        if bad:
+            self.log_out.write({"step": step, "event": "alarm", "name": "non_finite_update",
+                                "message": "loss or gradient was NaN/inf; the update was skipped",
+                                "action": "lower grpo.lr, check rewards for NaN, or use float32"})
+        if self.bad_steps >= self.cfg.run.max_bad_steps:
+            raise UserError(f"stopping: {self.bad_steps} updates in a row had NaN/inf loss or "
+                            f"gradients (step {step}); lower grpo.lr or check the model dtype")
+
+    def evaluate(self, step: int) -> dict[str, Any]:
+        max_new = self.cfg.eval.max_new_tokens or self.cfg.rollout.max_new_tokens
+        with self.timed("eval"):
+            result = greedy_accuracy(self.engine, self.heldout, self.verifiers, max_new)
+        self.log_out.write({"step": step, **result})
+        return result
+
+    def maybe_eval_and_save(self, step: int) -> None:
+        done = step + 1
+        last = done == self.cfg.grpo.steps
+        every_eval, every_save = self.cfg.run.eval_every, self.cfg.run.save_every
+        metric = None
+        if self.heldout and (last or (every_eval and done % every_eval == 0)):
+            metric = self.evaluate(done).get(self.cfg.run.best_metric)
+        if last or (every_save and done % every_save == 0):
+            self.save(done, metric)
+
+    def save(self, done: int, metric: float | None) -> Path:
+        from rlvr.resume import trainer_state
+        state = trainer_state(self, done)
+        try:
+            path = checkpoint.save(self.ckpt_root, done, self.policy, self.tokenizer, state)
+        except OSError as exc:
+            self.log_out.write({"step": done, "event": "alarm", "name": "checkpoint_failed",
+                                "message": f"checkpoint write failed ({exc}); the previous one is intact",
+                                "action": "free disk space or fix permissions on run.dir"})
+            return self.best[1] or self.ckpt_root
+        if metric is not None and metric > self.best[0]:
+            self.best = (metric, path)
+        checkpoint.prune(self.ckpt_root, self.cfg.run.keep_last, {self.best[1]} if self.best[1] else set())
+        return path
+
+    def _resume(self, ckpt: Path) -> None:
+        from rlvr.resume import restore
+        restore(self, ckpt)
+
+    def finish(self, wall_seconds: float) -> dict[str, Any]:
+        final = self.dir / "final"
+        self.policy.save_pretrained(final)
+        self.tokenizer.save_pretrained(final)
+        evals = [r for r in _read_jsonl(self.dir / "metrics.jsonl") if "eval/accuracy" in r]
+        summary = {"steps": self.cfg.grpo.steps, "final_accuracy": evals[-1]["eval/accuracy"] if evals else None,
+                   "heldout_size": len(self.heldout), "wall_seconds": wall_seconds,
+                   "best_checkpoint": str(self.best[1]) if self.best[1] else None}
+        (self.dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        self.log_out.close()
+        return summary
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(l) for l in path.read_text().splitlines() if l.strip()]

@@ -1,0 +1,59 @@
+"""Which problems each step trains on: the sampler seam (`next_batch` / `observe` / state).
+
+`TaskSampler` draws fresh procedural problems; `DatasetSampler` walks seeded permutations of a
+fixed problem list, epoch by epoch. Both derive their randomness from (seed, step) or (seed,
+epoch), and their state is a few integers, so a resumed run draws exactly the problems an
+uninterrupted one would. The curriculum sampler (pass-rate band) implements the same methods.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Sequence
+
+from rlvr.types import Group, Problem
+
+
+class TaskSampler:
+    def __init__(self, task, prompts_per_step: int, seed: int):
+        self.task, self.n, self.seed = task, prompts_per_step, seed
+
+    def next_batch(self, step: int) -> list[Problem]:
+        return self.task.sample(random.Random(f"{self.seed}/{step}"), self.n, "train")
+
+    def observe(self, groups: Sequence[Group]) -> None:
+        return None
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        return None
+
+
+class DatasetSampler:
+    def __init__(self, problems: Sequence[Problem], prompts_per_step: int, seed: int):
+        self.problems, self.n, self.seed = list(problems), prompts_per_step, seed
+        self.cursor = 0  # problems consumed since the start of training
+
+    def _order(self, epoch: int) -> list[int]:
+        order = list(range(len(self.problems)))
+        random.Random(f"{self.seed}/epoch/{epoch}").shuffle(order)
+        return order
+
+    def next_batch(self, step: int) -> list[Problem]:
+        out, size = [], len(self.problems)
+        while len(out) < self.n:
+            epoch, pos = divmod(self.cursor, size)
+            out.append(self.problems[self._order(epoch)[pos]])
+            self.cursor += 1
+        return out
+
+    def observe(self, groups: Sequence[Group]) -> None:
+        return None
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"cursor": self.cursor}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.cursor = int(state.get("cursor", 0))

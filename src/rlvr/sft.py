@@ -1,0 +1,131 @@
+"""Supervised fine-tuning on completion tokens only: the cold start before RL, and distillation.
+
+Three sources of (prompt, completion) pairs: the built-in task's step-by-step reasoner (fresh
+problems every step, or a fixed pool of `pool` traces), a JSONL of {prompt, completion} rows, and a
+teacher model whose sampled completions are kept only when the verifier passes them (distillation by
+rejection sampling). Loss: mean cross-entropy over completion tokens (prompt tokens are masked).
+Training can stop early once held-out greedy accuracy reaches `stop_accuracy` — a deliberately
+partial cold start for the quickstart.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+import torch
+import torch.nn.functional as F
+
+from rlvr.errors import DataError
+from rlvr.policy import completion_logits, encode_prompt, left_pad, right_pad
+from rlvr.schedule import lr_multiplier
+from rlvr.types import Problem
+
+Pair = tuple[list[int], list[int]]  # (prompt ids, completion ids incl. EOS)
+
+
+@dataclass(frozen=True)
+class SFTConfig:
+    steps: int = 300
+    batch_size: int = 64
+    lr: float = 1e-3
+    warmup_steps: int = 50
+    betas: tuple[float, float] = (0.9, 0.98)
+    grad_clip: float = 1.0
+    eval_every: int = 25
+    stop_accuracy: float = 0.0     # > 0: stop once the eval callback reports at least this
+    min_steps: int = 0             # never stop before this many steps
+    seed: int = 0
+
+
+def encode_pair(tokenizer, problem: Problem, completion: str) -> Pair:
+    ids = tokenizer(completion, add_special_tokens=False)["input_ids"]
+    return encode_prompt(tokenizer, problem), list(ids) + [tokenizer.eos_token_id]
+
+
+def task_pairs(task, tokenizer, batch_size: int, seed: int, pool: int = 0) -> Iterator[list[Pair]]:
+    """Batches of reasoner traces: fresh problems each step, or drawn from a fixed pool."""
+    rng = random.Random(f"sft/{seed}")
+    fixed = [encode_pair(tokenizer, p, task.trace(p)) for p in task.sample(rng, pool)] if pool else None
+    while True:
+        if fixed is not None:
+            yield [rng.choice(fixed) for _ in range(batch_size)]
+        else:
+            yield [encode_pair(tokenizer, p, task.trace(p)) for p in task.sample(rng, batch_size)]
+
+
+def jsonl_pairs(path: str | Path, tokenizer, batch_size: int, seed: int) -> Iterator[list[Pair]]:
+    """Batches from a JSONL of {"prompt": text or messages, "completion": text} rows."""
+    pairs = []
+    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"invalid JSON ({exc.msg})", where=f"{path}:{n}") from None
+        if not isinstance(row, dict) or not isinstance(row.get("completion"), str) or not row.get("prompt"):
+            raise DataError("each row needs 'prompt' and a string 'completion'", where=f"{path}:{n}")
+        pairs.append(encode_pair(tokenizer, Problem(str(n), row["prompt"]), row["completion"]))
+    if not pairs:
+        raise DataError("no rows (the file is empty)", where=str(path))
+    rng = random.Random(f"sft/{seed}")
+    while True:
+        yield [rng.choice(pairs) for _ in range(batch_size)]
+
+
+def distill_pairs(teacher_engine, tokenizer, problems: Sequence[Problem], verifiers: dict, k: int,
+                  params) -> list[Pair]:
+    """Rejection sampling: k teacher samples per problem, keep those the verifier passes."""
+    from rlvr.evaluate import score_groups
+
+    groups = teacher_engine.generate(problems, k, params, seed=0)
+    score_groups(groups, verifiers)
+    pairs = []
+    for g in groups:
+        for c in g.completions:
+            if c.score.correct:
+                pairs.append(encode_pair(tokenizer, g.problem, c.text))
+    return pairs
+
+
+def sft_loss(model, batch: list[Pair], pad_id: int) -> torch.Tensor:
+    prompt_ids, prompt_mask = left_pad([p for p, _ in batch], pad_id)
+    comp_ids, comp_mask = right_pad([c for _, c in batch], pad_id)
+    logits = completion_logits(model, prompt_ids, prompt_mask, comp_ids, comp_mask)
+    loss = F.cross_entropy(logits.flatten(0, 1).float(), comp_ids.flatten(), reduction="none")
+    mask = comp_mask.flatten().float()
+    return (loss * mask).sum() / mask.sum()
+
+
+def sft(model, tokenizer, batches: Iterator[list[Pair]], cfg: SFTConfig,
+        evaluate: Callable[[int], float] | None = None,
+        log: Callable[[dict], None] | None = None) -> dict:
+    """Train on completion tokens; returns {"steps", "loss", "accuracy"} (accuracy: last eval)."""
+    torch.manual_seed(cfg.seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=cfg.betas)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_multiplier("constant", cfg.steps, cfg.warmup_steps))
+    pad_id = tokenizer.pad_token_id
+    model.train()
+    accuracy, loss_value, step = None, float("nan"), 0
+    for step in range(1, cfg.steps + 1):
+        loss = sft_loss(model, next(batches), pad_id)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        opt.step()
+        sched.step()
+        loss_value = float(loss.detach())
+        record = {"sft_step": step, "sft/loss": loss_value}
+        if evaluate and cfg.eval_every and step % cfg.eval_every == 0:
+            accuracy = evaluate(step)
+            record["sft/accuracy"] = accuracy
+        if log:
+            log(record)
+        if cfg.stop_accuracy and accuracy is not None and step >= cfg.min_steps \
+                and accuracy >= cfg.stop_accuracy:
+            break
+    return {"steps": step, "loss": loss_value, "accuracy": accuracy}

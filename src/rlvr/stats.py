@@ -1,0 +1,38 @@
+"""Per-step metrics computed from scored groups (names follow TRL / verl where one exists)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+from rlvr.types import Group
+
+
+def step_metrics(groups: Sequence[Group], advantages_P_G: torch.Tensor, max_new_tokens: int,
+                 std_tol: float = 1e-6) -> dict[str, Any]:
+    rewards = torch.tensor([g.rewards for g in groups], dtype=torch.float64)  # [P, G]
+    comps = [c for g in groups for c in g.completions]
+    lengths = torch.tensor([len(c.token_ids) for c in comps], dtype=torch.float64)
+    correct = [bool(c.score and c.score.correct) for c in comps]
+    flags: dict[str, int] = {}
+    for c in comps:
+        for f in (c.score.flags if c.score else ()):
+            flags[f] = flags.get(f, 0) + 1
+    out: dict[str, Any] = {
+        "reward/mean": float(rewards.mean()),
+        "reward/std": float(rewards.std(unbiased=False)),
+        "accuracy": sum(correct) / max(1, len(correct)),
+        "frac_reward_zero_std": float((rewards.std(dim=1, unbiased=False) <= std_tol).double().mean()),
+        "completions/mean_length": float(lengths.mean()),
+        "completions/max_length": float(lengths.max()),
+        "completions/min_length": float(lengths.min()),
+        "completions/clipped_ratio": sum(c.finish_reason == "length" for c in comps) / len(comps),
+        "completions/total_tokens": float(lengths.sum()),
+        "advantages/abs_mean": float(advantages_P_G.abs().mean()),
+        "group_pass_rates": [round(sum(c.score.correct for c in g.completions) / len(g.completions), 4)
+                             for g in groups],
+    }
+    for name, count in sorted(flags.items()):
+        out[f"flags/{name}"] = count / len(comps)
+    return out

@@ -1,0 +1,132 @@
+"""Built-in task: multi-digit addition and subtraction with a written column trace.
+
+`347+285=` is answered `7+5+0=12|4+8+1=13|3+2+1=06|>632`: one block per column, least significant
+first, each `a<op>b<op>c=XY` where c is the incoming carry (or borrow) and XY is the outgoing
+carry/borrow digit X followed by the column digit Y. The final answer follows the last `>`.
+Subtraction problems always have a non-negative result. The trace is what the SFT cold start
+imitates; the verifier only looks at the text after the last `>` (strict: exactly the digits of the
+answer, no sign games, no second answer).
+
+Train and held-out problems are disjoint by construction: a problem belongs to the held-out split
+iff a hash of its text falls in a fixed bucket, so no sampling order can leak one into the other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+from typing import Sequence
+
+from rlvr.types import Problem, Score
+
+ANSWER_MARK = ">"
+_HELDOUT_BUCKETS = 10  # 1 in 10 problems (by hash) is held out
+
+
+def is_heldout(text: str) -> bool:
+    digest = hashlib.sha256(text.encode()).digest()
+    return digest[0] % _HELDOUT_BUCKETS == 0
+
+
+def solve(a: int, b: int, op: str) -> str:
+    """The step-by-step trace plus final answer for `a op b` (the completion, without EOS)."""
+    da, db = str(a)[::-1], str(b)[::-1]
+    width = max(len(da), len(db))
+    carry, blocks, digits = 0, [], []
+    for i in range(width):
+        x = int(da[i]) if i < len(da) else 0
+        y = int(db[i]) if i < len(db) else 0
+        if op == "+":
+            total = x + y + carry
+            new_carry, digit = divmod(total, 10)
+        else:
+            total = x - y - carry
+            new_carry, digit = (1, total + 10) if total < 0 else (0, total)
+        blocks.append(f"{x}{op}{y}{op}{carry}={new_carry}{digit}")
+        digits.append(str(digit))
+        carry = new_carry
+    if carry and op == "+":
+        digits.append(str(carry))
+    answer = "".join(reversed(digits)).lstrip("0") or "0"
+    return "|".join(blocks) + f"|{ANSWER_MARK}{answer}"
+
+
+def make_problem(a: int, b: int, op: str) -> Problem:
+    text = f"{a}{op}{b}="
+    answer = a + b if op == "+" else a - b
+    return Problem(id=text, prompt=text, reference=str(answer), verifier="arithmetic",
+                   metadata={"split": "heldout" if is_heldout(text) else "train"})
+
+
+@dataclass
+class ArithmeticTask:
+    """Procedural problems with `digits`-digit operands and operators drawn from `ops`."""
+
+    digits: int = 3
+    ops: str = "+"
+
+    def _draw(self, rng: random.Random) -> Problem:
+        lo, hi = 10 ** (self.digits - 1), 10 ** self.digits - 1
+        a, b, op = rng.randint(lo, hi), rng.randint(lo, hi), rng.choice(self.ops)
+        if op == "-" and b > a:
+            a, b = b, a
+        return make_problem(a, b, op)
+
+    def sample(self, rng: random.Random, n: int, split: str = "train") -> list[Problem]:
+        """n problems from `split` ("train" or "heldout"), drawn with `rng`."""
+        out: list[Problem] = []
+        while len(out) < n:
+            p = self._draw(rng)
+            if p.metadata["split"] == split:
+                out.append(p)
+        return out
+
+    def heldout(self, n: int, seed: int = 1234) -> list[Problem]:
+        """A fixed held-out set of n distinct problems (the same for every run with this seed)."""
+        rng, seen, out = random.Random(seed), set(), []
+        while len(out) < n:
+            p = self._draw(rng)
+            if p.metadata["split"] == "heldout" and p.id not in seen:
+                seen.add(p.id)
+                out.append(p)
+        return out
+
+    def trace(self, problem: Problem) -> str:
+        """The reasoner's readable trace for `problem` (used for the SFT cold start)."""
+        text = problem.id.rstrip("=")
+        op = "-" if "-" in text else "+"
+        a, b = text.split(op)
+        return solve(int(a), int(b), op)
+
+
+def extract_answer(response: str) -> str | None:
+    """The text after the last answer marker, stripped; None when there is no marker."""
+    if ANSWER_MARK not in response:
+        return None
+    return response.rsplit(ANSWER_MARK, 1)[1].strip()
+
+
+class ArithmeticVerifier:
+    """Strict verifier: reward 1 iff the text after the last `>` is exactly the reference digits."""
+
+    name = "arithmetic"
+
+    def __init__(self, **_: object):
+        pass
+
+    def check_reference(self, problem: Problem) -> None:
+        if not str(problem.reference).isdigit():
+            raise ValueError(f"problem {problem.id}: reference {problem.reference!r} is not digits")
+
+    def score_batch(self, responses: Sequence[str], problems: Sequence[Problem]) -> list[Score]:
+        scores = []
+        for response, problem in zip(responses, problems):
+            got = extract_answer(response)
+            if got is None or got == "":
+                scores.append(Score(0.0, False, ("no_answer",), None))
+                continue
+            ok = got == str(problem.reference)
+            flags = () if ok or got.isdigit() else ("malformed",)
+            scores.append(Score(1.0 if ok else 0.0, ok, flags, got))
+        return scores

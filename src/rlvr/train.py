@@ -1,0 +1,37 @@
+"""`train(cfg)`: the GRPO loop. Each line is one verb; the plumbing lives in `run.py`."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from rlvr.config import Config
+from rlvr.run import Run
+from rlvr.update import build_batch, update_policy
+
+
+def train(cfg: Config) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    run = Run.open(cfg)                                       # resumes from the newest checkpoint
+    g = cfg.grpo
+    for step in run.steps():
+        problems_P = run.sampler.next_batch(step)
+        with run.timed("generate"):
+            groups_P = run.engine.generate(problems_P, g.group_size, run.sampling, run.seed_for(step))
+        run.verify(groups_P)                                  # a Score per completion
+        run.sampler.observe(groups_P)                         # pass rates steer the next batches
+        advantages_P_G = run.advantages(groups_P)
+        with run.timed("update"):
+            batch = build_batch(groups_P, advantages_P_G, run.pad_id)
+            stats = update_policy(run.policy, run.optimizer, batch, run.loss_spec, mu=g.mu,
+                                  minibatch_size=g.minibatch_size, grad_clip=g.grad_clip,
+                                  skip_zero_advantage=g.skip_zero_advantage, reference=run.reference,
+                                  autocast=cfg.model.autocast_bf16,
+                                  generator=torch.Generator().manual_seed(run.seed_for(step, "mb")))
+            run.scheduler.step()
+        run.engine.load_weights(run.policy)                   # no-op when the engine shares weights
+        run.log(step, groups_P, advantages_P_G, stats)        # metrics, alarms, transcripts
+        run.maybe_eval_and_save(step)
+    return run.finish(time.perf_counter() - t0)

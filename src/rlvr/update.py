@@ -1,0 +1,159 @@
+"""From scored groups to a policy update: batch building and the optimisation step.
+
+`build_batch` turns groups into padded tensors with one advantage per sequence. `update_policy`
+runs μ passes over minibatches of the batch with the GRPO loss from `rlvr.algo`.
+
+Work that cannot change the gradient is skipped: when the loss has no KL and no entropy term, a
+sequence whose advantage is exactly 0 contributes exactly 0 to the gradient, so it gets no forward
+or backward pass; the loss normaliser still counts its tokens, so the update equals the one
+computed on the whole batch. With μ = 1 and a single minibatch the old log-probs equal the current
+ones detached (ratio 1), so no extra forward pass is made; otherwise they are computed once, before
+the first update, under no_grad. When every advantage is 0 the optimizer does not step at all
+(AdamW would otherwise keep moving the weights on momentum alone; TRL does step).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import torch
+
+from rlvr.algo.losses import grpo_loss, token_entropy
+from rlvr.policy import completion_logits, left_pad, right_pad, token_logprobs
+from rlvr.types import Group
+
+
+@dataclass
+class Batch:
+    prompt_ids: torch.Tensor        # [B, Tp] left-padded
+    prompt_mask: torch.Tensor       # [B, Tp]
+    completion_ids: torch.Tensor    # [B, Tc] right-padded
+    completion_mask: torch.Tensor   # [B, Tc]
+    advantages: torch.Tensor        # [B]
+    sampling_logp: torch.Tensor     # [B, Tc] log-probs recorded by the rollout engine
+
+    def __len__(self) -> int:
+        return self.advantages.shape[0]
+
+    def rows(self, index: torch.Tensor) -> "Batch":
+        return Batch(*(t[index] for t in (self.prompt_ids, self.prompt_mask, self.completion_ids,
+                                           self.completion_mask, self.advantages, self.sampling_logp)))
+
+
+@dataclass(frozen=True)
+class LossSpec:
+    """The loss variant, chosen once at build time (callables, not strings re-tested per step)."""
+
+    kl_fn: Callable
+    agg_fn: Callable
+    agg_counts_tokens: bool   # True: the normaliser is a token count; False: a sequence count
+    eps_low: float
+    eps_high: float
+    dual_clip: float
+    beta: float
+    entropy_coef: float
+    temperature: float
+
+
+def build_batch(groups: Sequence[Group], advantages_P_G: torch.Tensor, pad_id: int) -> Batch:
+    prompts, completions, logps, advs = [], [], [], []
+    for p, group in enumerate(groups):
+        for g, c in enumerate(group.completions):
+            prompts.append(group.prompt_ids)
+            completions.append(c.token_ids)
+            logps.append(c.logprobs)
+            advs.append(float(advantages_P_G[p, g]))
+    prompt_ids, prompt_mask = left_pad(prompts, pad_id)
+    completion_ids, completion_mask = right_pad(completions, pad_id)
+    sampling_logp = torch.zeros(completion_ids.shape)
+    for i, lp in enumerate(logps):
+        sampling_logp[i, :len(lp)] = torch.tensor(lp)
+    return Batch(prompt_ids, prompt_mask, completion_ids, completion_mask,
+                 torch.tensor(advs, dtype=torch.float32), sampling_logp)
+
+
+def _logp_and_entropy(model, batch: Batch, temperature: float, autocast: bool):
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        logits = completion_logits(model, batch.prompt_ids, batch.prompt_mask,
+                                   batch.completion_ids, batch.completion_mask)
+    logits = logits.float()
+    if temperature != 1.0:
+        logits = logits / temperature
+    return token_logprobs(logits, batch.completion_ids), token_entropy(logits)
+
+
+def update_policy(model, optimizer, batch: Batch, spec: LossSpec, *, mu: int = 1,
+                  minibatch_size: int = 0, grad_clip: float = 1.0, skip_zero_advantage: bool = True,
+                  reference=None, autocast: bool = False, generator: torch.Generator | None = None
+                  ) -> dict[str, float]:
+    """μ passes of clipped-surrogate updates over minibatches; returns mean statistics."""
+    mask_all = batch.completion_mask.float()
+    norm_total = float(mask_all.sum()) if spec.agg_counts_tokens else float(len(batch))
+    active = torch.ones(len(batch), dtype=torch.bool)
+    if skip_zero_advantage and spec.beta == 0 and spec.entropy_coef == 0:
+        active = batch.advantages != 0
+    rows = torch.nonzero(active).squeeze(-1)
+    lr = float(optimizer.param_groups[0]["lr"])
+    stats: dict[str, list[float]] = {"active_fraction": [float(active.float().mean())]}
+    if rows.numel() == 0:
+        return {"active_fraction": 0.0, "optimizer_steps": 0.0, "lr": lr}
+    work = batch.rows(rows)
+    ref_logp = _reference_logp(reference, work, spec.temperature) if spec.beta > 0 else None
+    size = minibatch_size or len(batch)
+    single_pass = mu == 1 and size >= len(batch)
+    old_logp = None if single_pass else _old_logp(model, work, spec.temperature, autocast)
+    # Each minibatch of `size` sequences of the full batch is one optimizer step; its normaliser
+    # is its share of the whole batch's, so the steps add up to the full-batch loss when μ = 1.
+    n_minibatches = max(1, math.ceil(len(batch) / size))
+    steps = 0
+    for _ in range(mu):
+        order = torch.randperm(len(rows), generator=generator) if n_minibatches > 1 else torch.arange(len(rows))
+        for chunk in torch.tensor_split(order, n_minibatches):
+            if chunk.numel() == 0:
+                continue
+            mb = work.rows(chunk)
+            logp, entropy = _logp_and_entropy(model, mb, spec.temperature, autocast)
+            old = logp.detach() if old_logp is None else old_logp[chunk]
+            loss, mstats = grpo_loss(
+                logp, old, mb.advantages, mb.completion_mask.float(), eps_low=spec.eps_low,
+                eps_high=spec.eps_high, dual_clip=spec.dual_clip,
+                ref_logp=None if ref_logp is None else ref_logp[chunk], beta=spec.beta,
+                kl_fn=spec.kl_fn, agg_fn=spec.agg_fn, entropy=entropy,
+                entropy_coef=spec.entropy_coef, norm=norm_total / n_minibatches)
+            grad_norm = _step(model, optimizer, loss, grad_clip)
+            steps += 1
+            for k, v in mstats.items():
+                stats.setdefault(k, []).append(float(v))
+            stats.setdefault("loss", []).append(float(loss.detach()))
+            stats.setdefault("grad_norm", []).append(grad_norm)
+    out = {k: sum(v) / len(v) for k, v in stats.items()}
+    out["optimizer_steps"] = float(steps)
+    out["lr"] = lr
+    return out
+
+
+def _step(model, optimizer, loss: torch.Tensor, grad_clip: float) -> float:
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    params = [p for p in model.parameters() if p.grad is not None]
+    if grad_clip > 0:
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, grad_clip))
+    else:
+        grad_norm = float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params])))
+    if not math.isfinite(grad_norm) or not math.isfinite(float(loss.detach())):
+        optimizer.zero_grad(set_to_none=True)
+        return float("nan")
+    optimizer.step()
+    return grad_norm
+
+
+@torch.no_grad()
+def _old_logp(model, batch: Batch, temperature: float, autocast: bool) -> torch.Tensor:
+    return _logp_and_entropy(model, batch, temperature, autocast)[0]
+
+
+@torch.no_grad()
+def _reference_logp(reference, batch: Batch, temperature: float) -> torch.Tensor:
+    return _logp_and_entropy(reference, batch, temperature, False)[0]
