@@ -14,6 +14,7 @@ def trainer_state(run, done: int) -> dict[str, Any]:
         "optimizer": run.optimizer.state_dict(),
         "scheduler": run.scheduler.state_dict(),
         "sampler": run.sampler.state_dict(),
+        "doctor": run.doctor.state_dict(),
         "rng": checkpoint.rng_state(),
         "metrics_offsets": run.log_out.offsets(),
         "best": [run.best[0], str(run.best[1]) if run.best[1] else None],
@@ -27,6 +28,7 @@ def restore(run, ckpt: Path) -> None:
     run.optimizer.load_state_dict(state["optimizer"])
     run.scheduler.load_state_dict(state["scheduler"])
     run.sampler.load_state_dict(state["sampler"])
+    run.doctor.load_state_dict(state.get("doctor", {}))
     checkpoint.set_rng_state(state["rng"])
     run.log_out.truncate_to(state["metrics_offsets"])
     best_metric, best_path = state.get("best", [float("-inf"), None])

@@ -32,7 +32,7 @@ from rlvr.rollout.base import SamplingParams
 from rlvr.setup import build_engine, build_problems, build_verifiers, set_threads
 from rlvr.schedule import lr_multiplier
 from rlvr.stats import step_metrics
-from rlvr.types import Group
+from rlvr.types import Group, Problem
 from rlvr.update import LossSpec
 
 
@@ -86,6 +86,8 @@ class Run:
             self.optimizer, lr_multiplier(g.lr_schedule, g.steps, g.warmup_steps, g.min_lr_ratio))
         self.engine = build_engine(cfg, self.policy, self.tokenizer)
         self.sampler = self._build_sampler()
+        from rlvr.doctor import Doctor
+        self.doctor = Doctor(cfg)
         self.advantage_fn = ADVANTAGES[g.advantage]
         self.loss_spec = LossSpec(
             kl_fn=KL_ESTIMATORS[g.kl_estimator], agg_fn=AGGREGATIONS[g.loss_agg],
@@ -121,6 +123,14 @@ class Run:
         yield
         self.timings[f"timing/{name}"] = self.timings.get(f"timing/{name}", 0.0) + time.perf_counter() - t0
 
+    def generate(self, problems: Sequence[Problem], step: int) -> list[Group]:
+        """Generate and verify G completions per problem (dynamic sampling plugs in here)."""
+        with self.timed("generate"):
+            groups = self.engine.generate(problems, self.cfg.grpo.group_size, self.sampling,
+                                          self.seed_for(step))
+        self.verify(groups)
+        return groups
+
     def verify(self, groups: Sequence[Group]) -> None:
         with self.timed("verify"):
             score_groups(groups, self.verifiers)
@@ -139,6 +149,9 @@ class Run:
         record["tokens_per_s"] = record["completions/total_tokens"] / max(1e-9, self.timings["timing/step"])
         self._check_finite(step, stats)
         self.log_out.write(record)
+        for alarm in self.doctor.observe(step, record):
+            self.log_out.write({"step": step, "event": "alarm", **alarm})
+            self.bar.note(f"[alarm] step {step}: {alarm['name']}: {alarm['message']} -> {alarm['action']}")
         if self.cfg.run.transcripts_every and step % self.cfg.run.transcripts_every == 0:
             self.log_out.write_transcripts(step, groups, advantages)
         self.bar.update(step + 1, record)

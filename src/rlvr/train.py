@@ -18,9 +18,7 @@ def train(cfg: Config) -> dict[str, Any]:
     g = cfg.grpo
     for step in run.steps():
         problems_P = run.sampler.next_batch(step)
-        with run.timed("generate"):
-            groups_P = run.engine.generate(problems_P, g.group_size, run.sampling, run.seed_for(step))
-        run.verify(groups_P)                                  # a Score per completion
+        groups_P = run.generate(problems_P, step)             # G completions each, a Score per completion
         run.sampler.observe(groups_P)                         # pass rates steer the next batches
         advantages_P_G = run.advantages(groups_P)
         with run.timed("update"):
