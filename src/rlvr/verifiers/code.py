@@ -1,0 +1,156 @@
+"""`CodeVerifier`: rewards code answers by running tests in the sandbox (`rlvr.verifiers.sandbox`).
+
+Code is the last complete fenced block of the response (a Python-tagged or untagged block is
+preferred over blocks tagged with another language). Tests come from `problem.reference` and, when
+present, `problem.metadata["hidden_tests"]`, which then decide the reward (visible tests are also
+run and reported in `details`, so special-casing visible tests shows up as a gap). Reward is 1 when
+every case passes (`reward="all"`, the default; the job stops at the first exception) or the
+fraction passed (`reward="fraction"`). Flags: `no_code`, `timeout`, `crash`, `output_limit`.
+Results are cached on (sha256 of the code, test-set hash): GRPO groups repeat completions.
+Not guaranteed: that a program passing the tests is correct beyond them, or deterministic timing
+(a slow but correct program near the deadline can flip between runs on a loaded machine).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections import OrderedDict
+from concurrent.futures import Future
+from typing import Any, Sequence
+
+from rlvr.types import Problem, Score
+from rlvr.verifiers.sandbox.grade import Outcome, grade
+from rlvr.verifiers.sandbox.pool import SandboxPool
+from rlvr.verifiers.sandbox.spec import TestSpec, parse_tests
+
+_FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)\n?[ \t]*```", re.DOTALL)
+_PYTHON_TAGS = {"", "python", "py", "python3", "py3"}
+
+
+def extract_code(response: str) -> str | None:
+    """The last complete fenced block, preferring Python-tagged or untagged ones."""
+    blocks = [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(response)]
+    python = [code for tag, code in blocks if tag in _PYTHON_TAGS]
+    chosen = python or [code for _, code in blocks]
+    return chosen[-1] if chosen and chosen[-1].strip() else None
+
+
+class CodeVerifier:
+    name = "code"
+
+    def __init__(self, *, reward: str = "all", timeout_s: float = 4.0, mem_mb: int = 1024,
+                 workers: int | None = None, tier: str | None = None,
+                 allow_unsafe: bool = False, run_visible: bool = True,
+                 float_rel_tol: float = 1e-9, float_abs_tol: float = 1e-9,
+                 cache_size: int = 100_000, extract: str = "fenced"):
+        if reward not in ("all", "fraction"):
+            raise ValueError("reward must be 'all' or 'fraction'")
+        if extract not in ("fenced", "raw"):
+            raise ValueError("extract must be 'fenced' or 'raw'")
+        self.reward, self.run_visible, self.extract = reward, run_visible, extract
+        self.tols = (float_rel_tol, float_abs_tol)
+        self.pool = SandboxPool(workers, tier=tier, allow_unsafe=allow_unsafe,
+                                timeout_s=timeout_s, mem_mb=mem_mb)
+        self._cache: OrderedDict[str, Future] = OrderedDict()
+        self._specs: dict[str, TestSpec] = {}
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+        self.counts = {"jobs": 0, "cache_hits": 0}
+
+    @property
+    def tier(self) -> str:
+        return self.pool.tier
+
+    def metrics(self) -> dict[str, Any]:
+        """Counters for the run's metrics; `sandbox/weak` stays 0: every format runs isolated."""
+        return {"sandbox/tier": self.tier, "sandbox/jobs": self.counts["jobs"],
+                "sandbox/cache_hits": self.counts["cache_hits"], "sandbox/weak": 0}
+
+    def check_reference(self, problem: Problem) -> None:
+        for label, tests in self._test_sets(problem):
+            try:
+                self._spec(tests)
+            except ValueError as exc:
+                raise ValueError(f"problem {problem.id}: {label} tests: {exc}") from None
+
+    def score_batch(self, responses: Sequence[str], problems: Sequence[Problem]) -> list[Score]:
+        futures = [self.submit(r, p) for r, p in zip(responses, problems)]
+        return [f.result() for f in futures]
+
+    def submit(self, response: str, problem: Problem) -> Future:
+        """Score one response asynchronously; returns a Future of `Score`."""
+        code = response if self.extract == "raw" else extract_code(response)
+        if not code or not code.strip():
+            return _done(Score(0.0, False, ("no_code",)))
+        try:
+            sets = [(label, self._spec(t)) for label, t in self._test_sets(problem)]
+        except ValueError as exc:
+            return _done(Score(0.0, False, ("bad_tests",), details={"error": str(exc)}))
+        if not self.run_visible and len(sets) == 2:
+            sets = sets[1:]
+        runs = [(label, self._run(code, spec)) for label, spec in sets]
+        result: Future = Future()
+        runs[-1][1].add_done_callback(lambda _: _finish(result, runs, code, self.reward))
+        return result
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def _test_sets(self, problem: Problem) -> list[tuple[str, Any]]:
+        sets = [("visible", problem.reference)]
+        if problem.metadata.get("hidden_tests") is not None:
+            sets.append(("hidden", problem.metadata["hidden_tests"]))
+        return sets
+
+    def _spec(self, tests: Any) -> TestSpec:
+        key = json.dumps(tests, sort_keys=True, default=repr)
+        spec = self._specs.get(key)
+        if spec is None:
+            spec = self._specs[key] = parse_tests(tests)
+        return spec
+
+    def _run(self, code: str, spec: TestSpec) -> Future:
+        key = hashlib.sha256(code.encode()).hexdigest() + spec.key + self.reward
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                self.counts["cache_hits"] += 1
+                return self._cache[key]
+            self.counts["jobs"] += 1
+            stop = self.reward == "all"
+            job = self.pool.submit(spec.kind, spec.payload(code, stop_on_exc=stop))
+            graded: Future = Future()
+            job.add_done_callback(lambda f: _set_from(graded, f, spec, self.tols))
+            self._cache[key] = graded
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return graded
+
+
+def _done(score: Score) -> Future:
+    f: Future = Future()
+    f.set_result(score)
+    return f
+
+
+def _set_from(graded: Future, job: Future, spec: TestSpec, tols: tuple[float, float]) -> None:
+    try:
+        graded.set_result(grade(spec, job.result(), *tols))
+    except Exception:  # a grader bug must not hang the loop: it scores 0, flagged
+        graded.set_result(Outcome(0, 1, ("crash",)))
+
+
+def _finish(result: Future, runs: list, code: str, reward_mode: str) -> None:
+    outcomes = {label: fut.result() for label, fut in runs}
+    label = "hidden" if "hidden" in outcomes else "visible"
+    final: Outcome = outcomes[label]
+    passed_all = final.passed == final.total and not final.flags
+    reward = float(passed_all) if reward_mode == "all" else final.passed / final.total
+    details = {"tests": label, "passed": final.passed, "total": final.total}
+    if label == "hidden" and "visible" in outcomes:
+        details["visible_passed"] = outcomes["visible"].passed
+        details["visible_total"] = outcomes["visible"].total
+    result.set_result(Score(reward, passed_all, final.flags, code[:2000], details))

@@ -1,0 +1,194 @@
+"""The trusted side of the sandbox: a pool of zygotes, one job at a time each, with futures.
+
+`SandboxPool.run(mode, payload)` sends a job to an idle zygote and returns its raw result (status,
+exit code, capped stdout/stderr, wall and CPU time). `submit` does the same on a thread pool and
+returns a Future, so a training loop can overlap scoring with generation. A zygote that dies, hangs
+past the job deadline plus a grace period, or has served `recycle_after` jobs is killed and
+replaced. Zygotes are started with exec (never by forking the grader), with an empty environment,
+as a dedicated uid when the grader is root. The pool refuses to start without isolation unless
+`allow_unsafe=True`. Not guaranteed: fairness between concurrent callers, or any result ordering
+other than per-future.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from rlvr.verifiers.sandbox.probe import Capabilities, bwrap_args, probe
+
+log = logging.getLogger(__name__)
+INSIDE_FILES = ("zygote.py", "driver.py", "codec.py", "seccomp.py", "landlock.py")
+READ_PATHS = ["/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache", "/etc/alternatives",
+              "/etc/localtime"]
+GRACE_S = 3.0
+
+
+class SandboxUnavailable(RuntimeError):
+    """No isolation tier is usable and unsafe execution was not allowed."""
+
+
+class Zygote:
+    """One sandboxed zygote process and the pipes to it. Not thread-safe: the pool serialises."""
+
+    def __init__(self, caps: Capabilities, sbxdir: str, tmpfs_mb: int):
+        self.caps, self.sbxdir, self.tmpfs_mb = caps, sbxdir, tmpfs_mb
+        self.proc: subprocess.Popen | None = None
+        self.workdir: str | None = None
+        self.jobs = 0
+        self._buf = b""
+
+    def start(self) -> None:
+        caps, uid = self.caps, self.caps.run_uid
+        cfg: dict[str, Any] = {"landlock": caps.landlock_abi, "grader_pid": 0}
+        if caps.tier == "bwrap":
+            cfg.update(workdir="/tmp", pidns=True, read_paths=READ_PATHS + ["/sbx"])
+            argv = bwrap_args(caps.bwrap, caps.python, self.sbxdir, uid is not None,
+                              self.tmpfs_mb) + ["/sbx/zygote.py"]
+        else:
+            self.workdir = tempfile.mkdtemp(prefix="rlvr-job-")
+            if uid is not None:
+                os.chown(self.workdir, uid, uid)
+            cfg.update(workdir=self.workdir, pidns=False, grader_pid=os.getpid(),
+                       read_paths=READ_PATHS + [self.sbxdir])
+            argv = [caps.python, "-I", "-S", os.path.join(self.sbxdir, "zygote.py")]
+        self.proc = subprocess.Popen(
+            argv + [json.dumps(cfg)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"}, cwd=self.workdir or "/",
+            user=uid, group=uid, extra_groups=[] if uid is not None else None,
+            start_new_session=True)
+        self._buf, self.jobs = b"", 0
+        ready = self._read_line(time.monotonic() + 30)
+        if ready is None or "ready" not in ready:
+            self.stop()
+            raise SandboxUnavailable(f"zygote failed to start ({self.caps.tier})")
+
+    def _read_line(self, deadline: float) -> dict | None:
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                return None
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return None
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return json.loads(line)
+
+    def run(self, job: dict) -> dict:
+        if self.proc is None or self.proc.poll() is not None:
+            self.start()
+        try:
+            self.proc.stdin.write((json.dumps(job) + "\n").encode())
+            self.proc.stdin.flush()
+            reply = self._read_line(time.monotonic() + float(job["timeout_s"]) + GRACE_S)
+        except OSError:
+            reply = None
+        self.jobs += 1
+        if reply is None:
+            log.warning("sandbox zygote died or hung; respawning")
+            self.stop()
+            return {"status": "zygote_lost", "code": None, "out": "", "err": "", "wall": 0.0,
+                    "cpu": 0.0}
+        return reply
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.proc.kill()
+            self.proc.wait()
+            for f in (self.proc.stdin, self.proc.stdout):
+                f.close()
+            self.proc = None
+        if self.workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+
+
+def _stage_inside_files(run_uid: int | None) -> str:
+    """Copy the stdlib-only sandbox modules to a directory the sandbox uid can read."""
+    here = Path(__file__).parent
+    dest = tempfile.mkdtemp(prefix="rlvr-sbx-")
+    for name in INSIDE_FILES:
+        shutil.copyfile(here / name, os.path.join(dest, name))
+        os.chmod(os.path.join(dest, name), 0o444)
+    os.chmod(dest, 0o555)
+    return dest
+
+
+class SandboxPool:
+    """`workers` zygotes (default: the CPU cores this process may use), created lazily."""
+
+    def __init__(self, workers: int | None = None, *, tier: str | None = None,
+                 allow_unsafe: bool = False, timeout_s: float = 4.0, mem_mb: int = 1024,
+                 nproc: int = 64, out_cap: int = 1 << 20, tmpfs_mb: int = 64,
+                 recycle_after: int = 1000):
+        self.caps = probe(tier)
+        if self.caps.tier not in ("bwrap", "landlock") and not allow_unsafe:
+            raise SandboxUnavailable(
+                f"no isolation available (tier {self.caps.tier}: {self.caps.reason}); "
+                "pass allow_unsafe=True only on a machine you do not mind losing")
+        if tier is not None and self.caps.tier != tier:
+            raise SandboxUnavailable(f"tier {tier} unavailable: {self.caps.reason}")
+        log.info("sandbox tier %s (%s)", self.caps.tier, self.caps.reason or "preferred")
+        self.workers = workers or len(os.sched_getaffinity(0))
+        self.defaults = {"timeout_s": timeout_s, "mem_mb": mem_mb, "nproc": nproc,
+                         "out_cap": out_cap}
+        self.recycle_after = recycle_after
+        self._sbxdir = _stage_inside_files(self.caps.run_uid)
+        self._idle: queue.LifoQueue[Zygote] = queue.LifoQueue()
+        for _ in range(self.workers):
+            self._idle.put(Zygote(self.caps, self._sbxdir, tmpfs_mb))
+        self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="sandbox")
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def tier(self) -> str:
+        return self.caps.tier
+
+    def run(self, mode: str, payload: dict, **limits: Any) -> dict:
+        """Run one job and return the zygote's result dict (blocking)."""
+        job = {**self.defaults, **limits, "mode": mode, "payload": payload}
+        zygote = self._idle.get()
+        try:
+            if zygote.jobs >= self.recycle_after:
+                zygote.stop()
+            return zygote.run(job)
+        finally:
+            self._idle.put(zygote)
+
+    def submit(self, mode: str, payload: dict, **limits: Any) -> Future:
+        return self._executor.submit(self.run, mode, payload, **limits)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._executor.shutdown(wait=True)
+        while not self._idle.empty():
+            self._idle.get().stop()
+        shutil.rmtree(self._sbxdir, ignore_errors=True)
+
+    def __enter__(self) -> "SandboxPool":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

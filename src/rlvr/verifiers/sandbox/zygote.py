@@ -1,0 +1,205 @@
+"""The zygote: a long-lived sandboxed process that forks one hardened job at a time.
+
+Started by the pool as `python3 -I -S zygote.py CONFIG` (inside bwrap, or bare in the fallback
+tier); stdlib only. Protocol: one JSON object per line on stdin (a job), one JSON object per line on
+stdout (its result). Per job it forks a child that starts a new session, enters a fresh work
+directory, closes every inherited descriptor, clears the environment, applies rlimits, Landlock
+(when available) and the seccomp filter (which also sets no_new_privs), then runs the driver. The
+zygote enforces the wall deadline through a pidfd, caps output, and afterwards kills every
+leftover process: `kill(-1)` inside a pid namespace, otherwise a freeze-then-kill walk of its
+descendants (it is a child subreaper, so orphans come back to it). Not guaranteed: anything the
+kernel or the outer layers (bwrap, uid, cgroups) do not enforce.
+"""
+
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import codec  # noqa: E402
+import driver  # noqa: E402
+import landlock  # noqa: E402
+import seccomp  # noqa: E402
+
+PRELOAD = ("ctypes", "math", "re", "collections", "itertools", "functools", "heapq", "bisect",
+           "string", "random", "typing", "fractions", "decimal", "statistics", "copy", "operator",
+           "datetime", "hashlib", "array", "dataclasses", "enum", "abc", "io")
+
+
+def _preload():
+    for name in PRELOAD:
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+
+
+def _prctl(option, arg):
+    import ctypes
+    ctypes.CDLL(None).prctl(option, arg, 0, 0, 0)
+
+
+def _limits(job):
+    mem = int(job["mem_mb"]) << 20
+    cpu = max(1, int(-(-float(job["timeout_s"]) // 1)))
+    for res, value in ((resource.RLIMIT_AS, mem), (resource.RLIMIT_CPU, cpu),
+                       (resource.RLIMIT_FSIZE, 16 << 20), (resource.RLIMIT_NOFILE, 64),
+                       (resource.RLIMIT_NPROC, int(job["nproc"])), (resource.RLIMIT_CORE, 0),
+                       (resource.RLIMIT_STACK, 64 << 20)):
+        resource.setrlimit(res, (value, value))
+
+
+def _child(cfg, job, jobdir, out_w, err_w):
+    try:
+        os.setsid()
+        os.chdir(jobdir)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out_w, 1)
+        os.dup2(err_w, 2)
+        os.closerange(3, 1 << 16)
+        os.environ.clear()
+        os.environ.update(PATH="/usr/bin:/bin", HOME=jobdir, TMPDIR=jobdir, LANG="C.UTF-8")
+        _limits(job)
+        _prctl(38, 1)  # PR_SET_NO_NEW_PRIVS, required before unprivileged Landlock and seccomp
+        if cfg["landlock"] >= 1:
+            landlock.restrict(cfg["read_paths"], [jobdir, os.devnull], cfg["landlock"])
+        seccomp.install([os.getppid(), cfg["grader_pid"], 1])
+        driver.MODES[job["mode"]](job["payload"])
+        os._exit(0)
+    except BaseException as exc:
+        try:
+            os.write(2, f"driver: {type(exc).__name__}: {exc}".encode()[-2000:])
+        finally:
+            os._exit(70)
+
+
+def _drain(fd, buf, cap):
+    """Read what is available; returns False at EOF. Bytes past `cap` are counted, not kept."""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return True
+        if not chunk:
+            return False
+        buf[1] += len(chunk)
+        if len(buf[0]) < cap:
+            buf[0] += chunk[: cap - len(buf[0])]
+
+
+def _supervise(pidfd, out_r, err_r, deadline, cap):
+    out, err = [b"", 0], [b"", 0]
+    fds = [pidfd, out_r, err_r]
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return "timeout", out, err
+        ready, _, _ = select.select(fds, [], [], remaining)
+        for fd, buf, cap_ in ((out_r, out, cap), (err_r, err, 4096)):
+            if fd in ready and not _drain(fd, buf, cap_):
+                fds.remove(fd)
+        if out[1] > cap or err[1] > cap:
+            return "output_limit", out, err
+        if pidfd in ready:
+            _drain(out_r, out, cap) if out_r in fds else None
+            _drain(err_r, err, 4096) if err_r in fds else None
+            return ("output_limit" if out[1] > cap else "exit"), out, err
+
+
+def _descendants():
+    found, todo = [], [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        try:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/children") as f:
+                    kids = [int(k) for k in f.read().split()]
+                found += kids
+                todo += kids
+        except OSError:
+            continue
+    return found
+
+
+def _kill_all(pidns):
+    """Freeze, then kill, everything the job left behind; reap until no child remains."""
+    end = time.monotonic() + 2.0
+    while time.monotonic() < end:
+        if pidns:
+            try:
+                os.kill(-1, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        else:
+            pids = _descendants()
+            for sig in (signal.SIGSTOP, signal.SIGKILL):
+                for pid in pids:
+                    try:
+                        os.kill(pid, sig)
+                    except ProcessLookupError:
+                        pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        except ChildProcessError:
+            return
+        time.sleep(0.001)
+
+
+def run_job(cfg, job, n):
+    jobdir = os.path.join(cfg["workdir"], f"j{n}")
+    os.mkdir(jobdir, 0o700)
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        _child(cfg, job, jobdir, out_w, err_w)
+    os.close(out_w)
+    os.close(err_w)
+    os.set_blocking(out_r, False)
+    os.set_blocking(err_r, False)
+    pidfd = os.pidfd_open(pid)
+    cap = int(job["out_cap"])
+    state, out, err = _supervise(pidfd, out_r, err_r, start + float(job["timeout_s"]), cap)
+    wall = time.monotonic() - start
+    if state != "exit":
+        os.kill(pid, signal.SIGKILL)
+    _, status, usage = os.wait4(pid, 0)
+    _kill_all(cfg["pidns"])
+    for fd in (pidfd, out_r, err_r):
+        os.close(fd)
+    shutil.rmtree(jobdir, ignore_errors=True)
+    return {"status": state, "code": os.waitstatus_to_exitcode(status), "wall": wall,
+            "cpu": usage.ru_utime + usage.ru_stime, "out": out[0].decode("utf-8", "replace"),
+            "err": err[0].decode("utf-8", "replace")[-2000:]}
+
+
+def main():
+    cfg = json.loads(sys.argv[1])
+    proto_in, proto_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1):
+        os.dup2(null, fd)
+    _prctl(4, 0)   # PR_SET_DUMPABLE 0: jobs cannot ptrace or read the zygote's memory
+    _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphaned job descendants come back to us
+    _preload()
+    cfg["landlock"] = min(cfg.get("landlock", 0), landlock.abi())
+    reader = os.fdopen(proto_in, "r")
+    writer = os.fdopen(proto_out, "w")
+    writer.write(codec.dumps({"ready": os.getpid(), "landlock": cfg["landlock"]}) + "\n")
+    writer.flush()
+    for n, line in enumerate(reader):
+        writer.write(codec.dumps(run_job(cfg, json.loads(line), n)) + "\n")
+        writer.flush()
+
+
+if __name__ == "__main__":
+    main()
