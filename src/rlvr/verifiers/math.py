@@ -32,6 +32,12 @@ from rlvr.verifiers.math_fast import fast_equal, normalize, numbers_equal, to_nu
 from rlvr.verifiers.workers import WorkerPool
 
 _SYMBOLIC = "rlvr.verifiers.math_symbolic"
+# Checks each worker runs before it takes work, so that sympy's and latex2sympy's first-call
+# set-up (hundreds of ms) is not charged to the budget of a real check.
+_WARMUP = tuple((f"{_SYMBOLIC}:symbolic_equal", pair) for pair in (
+    ("3\\sqrt{2}", "\\sqrt{18}"), ("x^2 + 3x + 5", "5 + 3x + x^2"), ("\\frac{3\\pi}{7}", "\\frac{3}{7}\\pi"),
+    ("(1, 2]", "(1,2]"), ("\\{1,2\\}", "\\{2,1\\}"), ("y = 2x + 1", "2x + 1 = y"),
+    ("\\begin{pmatrix}1 & 2\\end{pmatrix}", "\\begin{pmatrix}1 & 2\\end{pmatrix}")))
 
 
 class _Plan:
@@ -54,7 +60,7 @@ class MathVerifier:
         self.extract = extract
         self.timeout_s = float(timeout_s)
         self.max_answer_chars = max_answer_chars
-        self.pool = WorkerPool(workers, preload=(_SYMBOLIC, "math_verify"))
+        self.pool = WorkerPool(workers, preload=(_SYMBOLIC, "math_verify"), warmup=_WARMUP)
         self._cache: OrderedDict[tuple[str, str], tuple[bool, tuple[str, ...]]] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()

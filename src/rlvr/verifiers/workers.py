@@ -34,23 +34,34 @@ class Outcome:
     ms: float = 0.0
 
 
-def _worker_main(read_fd: int, write_fd: int, preload: tuple[str, ...]) -> None:
-    """Worker loop: receive (fn_path, args), answer ("ok", value) or ("error", repr)."""
+def _call(functions: dict[str, Any], fn_path: str, args: tuple) -> Any:
+    fn = functions.get(fn_path)
+    if fn is None:
+        module, _, attr = fn_path.partition(":")
+        fn = functions[fn_path] = getattr(importlib.import_module(module), attr)
+    return fn(*args)
+
+
+def _worker_main(read_fd: int, write_fd: int, preload: tuple[str, ...], warmup: tuple) -> None:
+    """Worker loop: import, warm up, say "ready", then answer each (fn_path, args) with
+    ("ok", value) or ("error", repr)."""
     inbox, outbox = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
     for module in preload:
         importlib.import_module(module)
     functions: dict[str, Any] = {}
+    for fn_path, args in warmup:
+        try:
+            _call(functions, fn_path, args)
+        except Exception:
+            pass
+    outbox.send(("ready", None))
     while True:
         try:
             fn_path, args = inbox.recv()
         except (EOFError, OSError):
             return
         try:
-            fn = functions.get(fn_path)
-            if fn is None:
-                module, _, attr = fn_path.partition(":")
-                fn = functions[fn_path] = getattr(importlib.import_module(module), attr)
-            outbox.send(("ok", fn(*args)))
+            outbox.send(("ok", _call(functions, fn_path, args)))
         except Exception as exc:  # a crashing check is a verdict, not a dead worker
             outbox.send(("error", repr(exc)[:500]))
 
@@ -63,11 +74,11 @@ class _Worker:
     multi-threaded torch parent.
     """
 
-    def __init__(self, preload: tuple[str, ...]):
+    def __init__(self, preload: tuple[str, ...], warmup: tuple, ready_s: float):
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         code = (f"from rlvr.verifiers.workers import _worker_main; "
-                f"_worker_main({to_child_r}, {from_child_w}, {preload!r})")
+                f"_worker_main({to_child_r}, {from_child_w}, {preload!r}, {warmup!r})")
         env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
         try:
             self.proc = subprocess.Popen([sys.executable, "-c", code], env=env,
@@ -78,6 +89,14 @@ class _Worker:
             os.close(from_child_w)
         self.send_conn = Connection(to_child_w, readable=False)
         self.recv_conn = Connection(from_child_r, writable=False)
+        # The budget of a check must not pay for imports and sympy's first-call set-up.
+        try:
+            ready = self.recv_conn.poll(ready_s) and self.recv_conn.recv()[0] == "ready"
+        except (EOFError, OSError):
+            ready = False
+        if not ready:
+            self.kill()
+            raise RuntimeError("verifier worker did not start")
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -93,9 +112,11 @@ class _Worker:
 class WorkerPool:
     """`size` worker processes shared by all threads of this process; started on first use."""
 
-    def __init__(self, size: int = 2, preload: tuple[str, ...] = (), acquire_s: float = 60.0):
+    def __init__(self, size: int = 2, preload: tuple[str, ...] = (), warmup: tuple = (),
+                 acquire_s: float = 60.0):
         self.size = max(1, size)
         self.preload = preload
+        self.warmup = tuple(warmup)
         self.acquire_s = acquire_s
         self._idle: list[_Worker] = []
         self._count = 0               # workers alive or starting
@@ -106,7 +127,7 @@ class WorkerPool:
     def _spawn(self) -> None:
         """Start a worker and hand it to the idle list (called without the lock held)."""
         try:
-            worker = _Worker(self.preload)
+            worker = _Worker(self.preload, self.warmup, self.acquire_s)
         except Exception:
             with self._cond:
                 self._count -= 1
@@ -153,7 +174,10 @@ class WorkerPool:
 
     def run(self, fn_path: str, args: tuple, budget_s: float) -> Outcome:
         """Call `fn_path(*args)` in a worker; kill the worker if it takes more than `budget_s`."""
-        worker = self._acquire()
+        try:
+            worker = self._acquire()
+        except Exception:  # no worker could be started: a verdict of its own, not an exception
+            return Outcome("crash", None, 0.0)
         if worker is None:
             return Outcome("timeout", None, 0.0)
         t0 = time.perf_counter()
