@@ -103,8 +103,10 @@ def strip_delimiters(answer: str) -> str:
         s = s.rstrip(".").strip()
         for left, right in _DELIMS:
             if len(s) >= len(left) + len(right) and s.startswith(left) and s.endswith(right):
-                s = s[len(left):len(s) - len(right)].strip()
-                break
+                inner = s[len(left):len(s) - len(right)]
+                if right not in inner:  # "$3$ and $4$" is two pieces of math, not one
+                    s = inner.strip()
+                    break
         if s == before:
             return s
     return s
@@ -125,7 +127,7 @@ def _phrase_candidates(region: str) -> list[str]:
         pass
     if last is None:
         return []
-    rest = region[last.end():]
+    rest = re.sub(r"^[}*:\s]+", "", region[last.end():])  # "**Answer:** 6", "\\textbf{Answer:} 6"
     line = rest.split("\n", 1)[0]
     boxes = boxed_contents(line)
     if boxes:
@@ -135,11 +137,16 @@ def _phrase_candidates(region: str) -> list[str]:
     return [strip_delimiters(line)]
 
 
+_INLINE_MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+
+
 def _whole_candidates(region: str, max_chars: int) -> list[str]:
     s = strip_delimiters(region)
     if not s or len(s) > max_chars:
         return []
-    return [s]
+    # "The point is $(2, 3)$": the math in a short sentence is its answer.
+    segments = [next(g for g in m.groups() if g is not None) for m in _INLINE_MATH.finditer(s)]
+    return segments or [s]
 
 
 def extract_candidates(text: str, policy: str = "auto") -> tuple[list[str], str]:

@@ -3,7 +3,8 @@
 `normalize` turns an answer string into a canonical text (spacing, `\\left`/`\\right`, `\\dfrac`,
 currency signs, trailing units, thousands separators). `to_number` reads plain integers, decimals,
 `a/b`, `\\frac{a}{b}`, percentages, scientific notation and simple LaTeX numbers as an exact
-`Fraction`. `fast_equal` decides equality when both sides are plain numbers and returns None
+`Fraction`, and `to_structure` reads sets, intervals, tuples and bare lists of such numbers.
+`fast_equal` decides equality when both sides are plain numbers and returns None
 otherwise, so that only genuinely symbolic answers go to the worker processes.
 
 Equality follows math-verify's numeric rules: exact for two terminating decimals (3 ≠ 3.0000001);
@@ -38,6 +39,7 @@ _FRAC = re.compile(r"([+-]?)\\[dt]?frac\s*(?:\{\s*([+-]?\d+)\s*\}|(\d))\s*(?:\{\
 _SLASH = re.compile(r"([+-]?\d+)\s*/\s*([+-]?\d+)")
 _SCI = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*(?:\\times|\\cdot|\*|x)\s*10\s*\^\s*\{?\s*([+-]?\d{1,3})\s*\}?")
 _E_NOTATION = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+))[eE]([+-]?\d{1,3})")
+_REPEATING = re.compile(r"([+-]?)(\d*)\.(\d*)\\overline\s*\{?(\d{1,20})\}?")
 
 
 class Number(NamedTuple):
@@ -57,7 +59,7 @@ def normalize(answer: str) -> str:
     s = _DEGREES.sub("", s)
     s = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", s)
     s = re.sub(r"\s+", " ", s).strip()
-    return s
+    return re.sub(r"^([+-])\s+", r"\1", s)
 
 
 def _strip_decorations(s: str) -> str:
@@ -101,7 +103,16 @@ def _read_value(s: str) -> tuple[Fraction, bool] | None:
     m = _SCI.fullmatch(s) or _E_NOTATION.fullmatch(s)
     if m:
         return Fraction(m.group(1)) * Fraction(10) ** int(m.group(2)), True
+    if m := _REPEATING.fullmatch(s):
+        return _repeating(*m.groups()), False
     return None
+
+
+def _repeating(sign: str, whole: str, fixed: str, period: str) -> Fraction:
+    """0.1\\overline{6} = 1/6: the fixed digits plus the period repeated forever."""
+    value = Fraction(int(whole or "0")) + (Fraction(int(fixed), 10 ** len(fixed)) if fixed else 0)
+    value += Fraction(int(period), (10 ** len(period) - 1) * 10 ** len(fixed))
+    return -value if sign == "-" else value
 
 
 def _ratio(num: int, den: int) -> tuple[Fraction, bool] | None:
@@ -140,6 +151,51 @@ def numbers_equal(pred: Number, ref: Number) -> bool:
     return any(_values_equal(p, pd, r, rd) for p, pd in preds for r, rd in refs)
 
 
+_INFINITY = {"\\infty": "inf", "+\\infty": "inf", "-\\infty": "-inf", "\\infinity": "inf"}
+
+
+def _element(text: str) -> tuple[str, Fraction] | None:
+    """One number (or ±infinity) inside a set, interval or tuple."""
+    t = text.strip()
+    if t in _INFINITY:
+        return ("inf", Fraction(1 if _INFINITY[t] == "inf" else -1))
+    n = to_number(t)
+    if n is None or n.percent:
+        return None
+    return ("num", n.value)
+
+
+def to_structure(answer: str) -> tuple[str, tuple] | None:
+    """A set `\\{1, 2\\}`, a bracketed pair or tuple `(0, 1]`, or a bare list `1, 2` of plain
+    numbers, as (shape, elements); None for anything else (a union, a matrix, symbols)."""
+    s = normalize(answer)
+    if len(s) > MAX_DIGITS or "\\cup" in s or "\\cap" in s:
+        return None
+    shape = "list"
+    if s.startswith("\\{") and s.endswith("\\}"):
+        shape, s = "set", s[2:-2]
+    elif s[:1] in "([" and s[-1:] in ")]" and s.count("(") + s.count("[") == 1:
+        shape, s = s[0] + s[-1], s[1:-1]
+    elif s.count(",") == 0:
+        return None
+    if any(c in s for c in "()[]{}") and shape != "set":
+        return None
+    parts = [_element(p) for p in s.split(",")]
+    if not parts or any(p is None for p in parts):
+        return None
+    if shape in ("set", "list"):
+        return "set", tuple(sorted(set(parts)))  # type: ignore[arg-type]
+    return shape, tuple(parts)
+
+
+def structures_equal(pred: tuple[str, tuple], ref: tuple[str, tuple]) -> bool | None:
+    """Equal shapes compare element by element; different shapes are left to sympy (None)."""
+    brackets = len(pred[0]) == 2 and len(ref[0]) == 2  # (a, b], [a, b), ... compare as they stand
+    if not brackets and (pred[0] != ref[0] or (pred[0] == "set" and len(pred[1]) == 1 != len(ref[1]))):
+        return None
+    return pred == ref
+
+
 def fast_equal(pred: str, ref: str) -> bool | None:
     """True/False when both answers are plain numbers (or identical text); None when undecided."""
     pred_n, ref_n = normalize(pred), normalize(ref)
@@ -148,6 +204,10 @@ def fast_equal(pred: str, ref: str) -> bool | None:
     if "=" in ref_n:  # an equation reference: variable names matter, sympy decides
         return None
     p, r = to_number(pred), to_number(ref)
-    if p is None or r is None:
-        return None
-    return numbers_equal(p, r)
+    if p is not None and r is not None:
+        return numbers_equal(p, r)
+    if p is None and r is None and "," in pred_n and "," in ref_n:
+        ps, rs = to_structure(pred), to_structure(ref)
+        if ps is not None and rs is not None:
+            return structures_equal(ps, rs)
+    return None

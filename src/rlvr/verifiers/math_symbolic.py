@@ -55,4 +55,4 @@ def symbolic_equal(pred: str, reference: str) -> bool:
         return False
     if any(_false_numeric_claim(t) for t in target):
         return False
-    return bool(verify(list(gold), list(target), timeout_seconds=None))
+    return bool(verify(list(gold), list(target), allow_set_relation_comp=True, timeout_seconds=None))
