@@ -1,8 +1,14 @@
-"""Held-out evaluation: greedy accuracy, and pass@k / maj@k / mean@k from k samples.
+"""Held-out evaluation: greedy accuracy, and pass@k / maj@k / mean@k from n samples per problem.
 
-pass@k uses the unbiased estimator of Chen et al. (arXiv:2107.03374) over n ≥ k samples; maj@k
-votes over the verifier's extracted answers. These functions take an engine and verifiers, so the
-same code runs during training (periodic evals) and in `rlvr eval`.
+pass@k is the unbiased estimator of Chen et al. (arXiv:2107.03374) over n ≥ k samples. maj@k is the
+expected self-consistency accuracy (Wang et al., arXiv:2203.11171) of k samples drawn from the n,
+voting over the verifier's `Score.extracted` answers (exact over all k-subsets when there are few,
+else a seeded Monte Carlo estimate; see `rlvr.algo.passk`). mean@k is the accuracy averaged over
+the first k samples. These functions take an engine and verifiers, so the same code runs during
+training (periodic evals) and in `rlvr eval`.
+
+Not guaranteed: maj@k is only as good as the verifier's canonicalisation of answers. Verifiers
+that extract nothing (e.g. wrapped TRL reward functions) give maj@k = 0, and `has_answers` says so.
 """
 
 from __future__ import annotations
@@ -10,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Sequence
 
-from rlvr.algo.passk import majority_vote, pass_at_k
+from rlvr.algo.passk import maj_at_k_one, pass_at_k
 from rlvr.rollout.base import SamplingParams
 from rlvr.types import Group, Problem
 
@@ -44,28 +50,54 @@ def greedy_accuracy(engine, problems: Sequence[Problem], verifiers: dict, max_ne
             "eval/mean_length": sum(lengths) / max(1, len(lengths))}
 
 
-def sampled_metrics(groups: Sequence[Group], ks: Sequence[int]) -> dict[str, float]:
-    """pass@k, maj@k and mean@k over scored groups of n samples each (k ≤ n)."""
+def correct_counts(groups: Sequence[Group]) -> list[int]:
+    """Number of correct completions per group (the c of pass@k)."""
+    return [sum(bool(c.score and c.score.correct) for c in g.completions) for g in groups]
+
+
+def group_size(groups: Sequence[Group]) -> int:
+    """The n that every k is checked against: the smallest group's size."""
+    return min(len(g.completions) for g in groups)
+
+
+def group_maj_at_k(group: Group, k: int, seed: int = 0) -> float:
+    """maj@k of one scored group: chance that the vote of k of its samples is a correct answer.
+
+    An extracted answer counts as correct when the verifier marked any completion with that answer
+    correct (a verifier's verdict depends on the answer, not on the reasoning around it).
+    """
+    answers = [c.score.extracted if c.score else None for c in group.completions]
+    good = {c.score.extracted for c in group.completions if c.score and c.score.correct}
+    return maj_at_k_one(answers, lambda a: a in good, k, seed=seed)
+
+
+def has_answers(groups: Sequence[Group]) -> bool:
+    """Whether the verifier extracted any answer at all (otherwise maj@k is meaningless)."""
+    return any(c.score and c.score.extracted is not None for g in groups for c in g.completions)
+
+
+def sampled_metrics(groups: Sequence[Group], ks: Sequence[int], seed: int = 0) -> dict[str, float]:
+    """pass@k, maj@k and mean@k over scored groups of n samples each; k > n is skipped."""
     out: dict[str, float] = {}
-    n = min(len(g.completions) for g in groups)
-    for k in ks:
+    n, counts = group_size(groups), correct_counts(groups)
+    for k in sorted(set(ks)):
         if k > n:
             continue
-        out[f"pass@{k}"] = sum(pass_at_k(n, sum(c.score.correct for c in g.completions), k)
+        out[f"pass@{k}"] = sum(pass_at_k(len(g.completions), c, k)
+                               for g, c in zip(groups, counts)) / len(groups)
+        out[f"maj@{k}"] = sum(group_maj_at_k(g, k, seed + i)
+                              for i, g in enumerate(groups)) / len(groups)
+        out[f"mean@{k}"] = sum(sum(bool(c.score.correct) for c in g.completions[:k]) / k
                                for g in groups) / len(groups)
-        out[f"maj@{k}"] = sum(_majority_correct(g, k) for g in groups) / len(groups)
-    out["mean@n"] = sum(sum(c.score.correct for c in g.completions) / len(g.completions)
-                        for g in groups) / len(groups)
     return out
 
 
-def _majority_correct(group: Group, k: int) -> float:
-    """Whether the majority answer among the first k samples is a correct one."""
-    first = group.completions[:k]
-    winner = majority_vote([c.score.extracted for c in first])
-    if winner is None:
-        return 0.0
-    return float(any(c.score.correct and c.score.extracted == winner for c in first))
+def vote_curve(groups: Sequence[Group], seed: int = 0) -> list[dict[str, float]]:
+    """maj@k and pass@k for k = 1, 2, 4, ... up to n (n itself included)."""
+    n = group_size(groups)
+    ks = sorted({2 ** i for i in range(n.bit_length()) if 2 ** i <= n} | {n})
+    metrics = sampled_metrics(groups, ks, seed)
+    return [{"k": k, "maj": metrics[f"maj@{k}"], "pass": metrics[f"pass@{k}"]} for k in ks]
 
 
 def answer_histogram(group: Group) -> Counter:
