@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 Series = tuple[Sequence[float], Sequence[float]]      # (steps, values), both finite
 Panel = tuple[str, dict[str, Series]]                 # (y-axis label, {legend label: series})
+Band = tuple[Sequence[float], Sequence[float], Sequence[float]]   # (steps, low, high)
 
 _WIDTH, _PANEL_HEIGHT, _DPI = 8.0, 2.6, 96
 
@@ -24,7 +25,7 @@ _WIDTH, _PANEL_HEIGHT, _DPI = 8.0, 2.6, 96
 def _png(fig: Figure) -> bytes:
     FigureCanvasAgg(fig)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=_DPI, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=_DPI)
     return buf.getvalue()
 
 
@@ -36,10 +37,9 @@ def _draw_series(ax, label: str, series: Series) -> None:
 
 
 def line_panels(title: str, panels: Sequence[Panel],
-                bands: dict[str, tuple[Sequence[float], Sequence[float], Sequence[float]]] | None = None,
-                ) -> bytes:
-    """Stacked panels sharing the step axis. bands: {label: (steps, low, high)} shaded on panel 0."""
-    fig = Figure(figsize=(_WIDTH, _PANEL_HEIGHT * len(panels) + 0.4))
+                bands: dict[str, Band] | None = None) -> bytes:
+    """Stacked panels sharing the step axis; `bands` ({label: band}) are shaded on panel 0."""
+    fig = Figure(layout="constrained", figsize=(_WIDTH, _PANEL_HEIGHT * len(panels) + 0.4))
     axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
     for i, (ax, (ylabel, series)) in enumerate(zip(axes, panels)):
         if i == 0 and bands:
@@ -59,7 +59,7 @@ def line_panels(title: str, panels: Sequence[Panel],
 def stacked(title: str, steps: Sequence[float], stacks: dict[str, Sequence[float]],
             ylabel: str) -> bytes:
     """Stacked areas (e.g. seconds per stage) over steps."""
-    fig = Figure(figsize=(_WIDTH, _PANEL_HEIGHT + 0.6))
+    fig = Figure(layout="constrained", figsize=(_WIDTH, _PANEL_HEIGHT + 0.6))
     ax = fig.add_subplot()
     if len(steps) == 1:
         bottom = 0.0
@@ -72,7 +72,8 @@ def stacked(title: str, steps: Sequence[float], stacks: dict[str, Sequence[float
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+    # outside the axes: the stack fills the plot area, so any inside spot would hide data
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return _png(fig)
 
 
@@ -91,7 +92,7 @@ def pass_rate_heatmap(steps: Sequence[float], rates: Sequence[Sequence[float]],
     counts, _, _ = np.histogram2d(xs, ys, bins=(x_edges, y_edges))
     totals = counts.sum(axis=1, keepdims=True)
     share = np.divide(counts, totals, out=np.zeros_like(counts), where=totals > 0)
-    fig = Figure(figsize=(_WIDTH, _PANEL_HEIGHT + 0.8))
+    fig = Figure(layout="constrained", figsize=(_WIDTH, _PANEL_HEIGHT + 0.8))
     ax = fig.add_subplot()
     mesh = ax.pcolormesh(x_edges, y_edges, share.T, cmap="viridis", vmin=0.0, vmax=1.0)
     fig.colorbar(mesh, ax=ax, label="share of groups")
@@ -110,7 +111,7 @@ def alarm_timeline(events: Sequence[tuple[float, str, str]],
     names = list(dict.fromkeys(name for _, name, _ in events))
     actions = list(dict.fromkeys(action for _, _, action in events))
     markers = "ovs^Dxp*"
-    fig = Figure(figsize=(_WIDTH, 1.2 + 0.35 * len(names)))
+    fig = Figure(layout="constrained", figsize=(_WIDTH, 1.2 + 0.35 * len(names)))
     ax = fig.add_subplot()
     for j, action in enumerate(actions):
         pts = [(s, names.index(n)) for s, n, a in events if a == action]
@@ -132,7 +133,7 @@ def alarm_timeline(events: Sequence[tuple[float, str, str]],
 def small_multiples(title: str, series: dict[str, Series], columns: int = 3) -> bytes:
     """A grid of one small line chart per metric."""
     rows = max(1, -(-len(series) // columns))
-    fig = Figure(figsize=(_WIDTH, 2.0 * rows + 0.5))
+    fig = Figure(layout="constrained", figsize=(_WIDTH, 2.0 * rows + 0.5))
     axes = fig.subplots(rows, columns, squeeze=False).ravel()
     for ax, (label, s) in zip(axes, series.items()):
         _draw_series(ax, label, s)
@@ -142,5 +143,4 @@ def small_multiples(title: str, series: dict[str, Series], columns: int = 3) -> 
     for ax in axes[len(series):]:
         ax.set_visible(False)
     fig.suptitle(title)
-    fig.tight_layout()
     return _png(fig)

@@ -12,7 +12,8 @@ SEED_GROUP = torch.tensor([[1.0, 0, 0, 1, 1, 0, 0, 0]])
 
 def test_group_scale_uses_population_std():
     # mean 3/8, population variance 3/8 · 5/8 = 15/64, so std = sqrt(15)/8:
-    # (1 − 3/8) / (sqrt(15)/8) = 5/sqrt(15) ≈ +1.291, (0 − 3/8) / (sqrt(15)/8) = −3/sqrt(15) ≈ −0.775
+    # (1 − 3/8) / (sqrt(15)/8) = 5/sqrt(15) ≈ +1.291
+    # (0 − 3/8) / (sqrt(15)/8) = −3/sqrt(15) ≈ −0.775
     adv = group_advantages(SEED_GROUP, "group", eps=0.0)
     right, wrong = 5 / math.sqrt(15), -3 / math.sqrt(15)
     expected = torch.tensor([[right, wrong, wrong, right, right, wrong, wrong, wrong]])

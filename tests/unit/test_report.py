@@ -97,10 +97,17 @@ def _check_self_contained(page: str) -> list[bytes]:
     return pngs
 
 
-def test_full_report_is_self_contained_with_valid_pngs(tmp_path):
-    out = write_report(make_run(tmp_path))
-    assert out == tmp_path / "run" / "report.html"
-    page = out.read_text()
+@pytest.fixture(scope="module")
+def full_page(tmp_path_factory) -> str:
+    # rendered once: drawing a dozen charts is the slow part of these tests
+    root = tmp_path_factory.mktemp("report")
+    out = write_report(make_run(root))
+    assert out == root / "run" / "report.html"
+    return out.read_text()
+
+
+def test_full_report_is_self_contained_with_valid_pngs(full_page):
+    page = full_page
     pngs = _check_self_contained(page)
     # reward, zero-std, length, entropy, kl, clip, heatmap, alarms, timing, optim, other, eval png
     assert len(pngs) == 12
@@ -108,8 +115,8 @@ def test_full_report_is_self_contained_with_valid_pngs(tmp_path):
     assert "my/custom_metric" in page
 
 
-def test_transcripts_and_messages_are_escaped(tmp_path):
-    page = write_report(make_run(tmp_path)).read_text()
+def test_transcripts_and_messages_are_escaped(full_page):
+    page = full_page
     assert XSS not in page and "<script>" not in page and "<b>bold</b>" not in page
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;&lt;/pre&gt;" in page
     assert "&lt;answer&gt;60&lt;/answer&gt;" in page
@@ -117,8 +124,8 @@ def test_transcripts_and_messages_are_escaped(tmp_path):
     assert not [a for t, a in _tags(page) if t == "img" and "evil" in a.get("src", "")]
 
 
-def test_eval_numbers_and_summary_are_tabulated(tmp_path):
-    page = write_report(make_run(tmp_path)).read_text()
+def test_eval_numbers_and_summary_are_tabulated(full_page):
+    page = full_page
     assert "<td>pass@1</td><td>0.42</td>" in page
     assert "<td>maj@16</td><td>0.55</td>" in page
     assert "<td>by_budget/64</td><td>0.3</td>" in page
@@ -127,9 +134,11 @@ def test_eval_numbers_and_summary_are_tabulated(tmp_path):
 
 
 def test_a_run_with_one_line_and_nothing_else(tmp_path):
-    (tmp_path / "metrics.jsonl").write_text(json.dumps({"step": 1, "reward/mean": 0.5}) + "\n")
+    line = {"step": 1, "reward/mean": 0.5, "timing/generate": 2.0, "timing/step": 2.5,
+            "group_pass_rates": [0.5]}
+    (tmp_path / "metrics.jsonl").write_text(json.dumps(line) + "\n")
     page = write_report(tmp_path).read_text()
-    assert len(_check_self_contained(page)) == 1
+    assert len(_check_self_contained(page)) == 3  # reward, pass-rate heatmap, time per stage
     assert "could not be drawn" not in page
     assert "Not logged in this run." in page and "No transcripts were written." in page
 

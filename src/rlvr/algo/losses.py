@@ -1,7 +1,8 @@
 """The GRPO policy loss: PPO-clipped surrogate, KL penalty, entropy bonus, loss aggregation.
 
-Everything here is per token on right-padded [B, T] tensors with a [B, T] mask (1 = completion
-token, 0 = padding); B is the number of sequences (completions), T the padded length.
+Everything here is per token on right-padded [B, T] tensors with a [B, T] 0/1 or bool mask
+(1 = completion token, 0 = padding; fractional weights are not supported); B is the number of
+sequences (completions), T the padded length.
 Guaranteed: padding never contributes to a loss or a statistic; with `norm` given, the sum of the
 losses of minibatches equals the loss of the whole batch (so gradient accumulation is exact).
 Not guaranteed: anything about rows whose mask is all zero beyond "they contribute 0".
@@ -24,7 +25,8 @@ _LOG_RATIO_CLAMP = 20.0
 def _per_token_adv(adv: Tensor, like: Tensor) -> Tensor:
     if adv.dim() == 1:
         adv = adv.unsqueeze(-1)  # [B, 1]: a sequence-level advantage applies to every token
-    return adv.to(like.dtype).expand_as(like)
+    # no dtype cast: an fp32 advantage times a bf16 ratio promotes to fp32 rather than rounding A
+    return adv.expand_as(like)
 
 
 def clipped_surrogate(logp: Tensor, old_logp: Tensor, adv: Tensor, eps_low: float,
