@@ -60,21 +60,28 @@ def _match_brace(text: str, open_at: int) -> int:
 
 
 def _unbox(content: str) -> str:
-    """`\\boxed{\\boxed{3}}` counts as one box holding 3."""
+    """`\\boxed{\\boxed{3}}` counts as one box holding 3 (up to 8 levels; deeper stays boxed)."""
     content = content.strip()
-    for cmd in _BOX_COMMANDS:
-        if content.startswith(cmd + "{") and _match_brace(content, len(cmd)) == len(content) - 1:
-            return _unbox(content[len(cmd) + 1:-1])
+    for _ in range(8):
+        for cmd in _BOX_COMMANDS:
+            if content.startswith(cmd + "{") and _match_brace(content, len(cmd)) == len(content) - 1:
+                content = content[len(cmd) + 1:-1].strip()
+                break
+        else:
+            return content
     return content
 
 
 def boxed_contents(text: str) -> list[str]:
-    """Contents of every top-level box in `text`, left to right."""
+    """Contents of every top-level box in `text`, left to right (linear time)."""
     found: list[str] = []
+    next_at = {cmd: text.find(cmd) for cmd in _BOX_COMMANDS}
     i = 0
     while True:
-        hits = [(text.find(cmd, i), cmd) for cmd in _BOX_COMMANDS]
-        hits = [(at, cmd) for at, cmd in hits if at >= 0]
+        for cmd in _BOX_COMMANDS:
+            if 0 <= next_at[cmd] < i:
+                next_at[cmd] = text.find(cmd, i)
+        hits = [(at, cmd) for cmd, at in next_at.items() if at >= 0]
         if not hits:
             return found
         at, cmd = min(hits)
@@ -88,11 +95,10 @@ def boxed_contents(text: str) -> list[str]:
             found.append(_unbox(text[j + 1:end]))
             i = end + 1
         else:  # `\boxed 5`: the box holds the next token
-            m = re.match(r"[^\s$]+", text[j:])
+            m = re.match(r"[^\s$]+", text[j:j + 200])
             if m and j > at + len(cmd):
                 found.append(m.group(0))
-            i = j + (m.end() if m else 0) or j + 1
-            i = max(i, at + 1)
+            i = max(j + (m.end() if m else 0), at + 1)
 
 
 def strip_delimiters(answer: str) -> str:

@@ -54,7 +54,10 @@ def _worker_main(read_fd: int, write_fd: int, preload: tuple[str, ...], warmup: 
             _call(functions, fn_path, args)
         except Exception:
             pass
-    outbox.send(("ready", None))
+    try:
+        outbox.send(("ready", None))
+    except OSError:  # the pool closed while this worker was starting
+        return
     while True:
         try:
             fn_path, args = inbox.recv()
@@ -144,6 +147,11 @@ class WorkerPool:
         deadline = time.monotonic() + self.acquire_s
         start_one = False
         with self._cond:
+            if self._count == 0 and not self._closed:
+                # First use starts the whole pool, so that one overrun never leaves it empty.
+                self._count = self.size - 1
+                for _ in range(self.size - 1):
+                    threading.Thread(target=self._respawn, daemon=True).start()
             while not self._idle:
                 if self._count < self.size and not start_one:
                     self._count += 1
