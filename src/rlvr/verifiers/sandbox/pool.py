@@ -174,6 +174,21 @@ class SandboxPool:
         finally:
             self._idle.put(zygote)
 
+    def start(self) -> None:
+        """Start every zygote now (instead of at first use), so start-up failures show early."""
+        zygotes = [self._idle.get() for _ in range(self.workers)]
+        try:
+            for zygote in zygotes:
+                if zygote.proc is None:
+                    zygote.start()
+        finally:
+            for zygote in zygotes:
+                self._idle.put(zygote)
+
+    def workdirs(self) -> list[str]:
+        """Host work directories of the zygotes (empty in the bwrap tier: theirs is a tmpfs)."""
+        return [z.workdir for z in list(self._idle.queue) if z.workdir]
+
     def submit(self, mode: str, payload: dict, **limits: Any) -> Future:
         return self._executor.submit(self.run, mode, payload, **limits)
 

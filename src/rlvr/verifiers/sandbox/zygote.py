@@ -67,6 +67,7 @@ def _child(cfg, job, jobdir, out_w, err_w):
         os.environ.clear()
         os.environ.update(PATH="/usr/bin:/bin", HOME=jobdir, TMPDIR=jobdir, LANG="C.UTF-8")
         _limits(job)
+        os.nice(int(job.get("nice", 10)))  # runaway jobs must not starve the zygote's deadline
         _prctl(38, 1)  # PR_SET_NO_NEW_PRIVS, required before unprivileged Landlock and seccomp
         if cfg["landlock"] >= 1:
             landlock.restrict(cfg["read_paths"], [jobdir, os.devnull], cfg["landlock"])
@@ -128,9 +129,12 @@ def _descendants():
     return found
 
 
-def _kill_all(pidns):
-    """Freeze, then kill, everything the job left behind; reap until no child remains."""
-    end = time.monotonic() + 2.0
+def _kill_all(pidns, job_pid):
+    """Kill everything the job left (the job too), freezing first; reap until no child remains.
+
+    Returns the job's (status, rusage) when it was reaped here, else None.
+    """
+    job, end = None, time.monotonic() + 2.0
     while time.monotonic() < end:
         if pidns:
             try:
@@ -146,11 +150,16 @@ def _kill_all(pidns):
                     except ProcessLookupError:
                         pass
         try:
-            while os.waitpid(-1, os.WNOHANG)[0] > 0:
-                pass
+            while True:
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
+                if pid == 0:
+                    break
+                if pid == job_pid:
+                    job = (status, usage)
         except ChildProcessError:
-            return
+            return job
         time.sleep(0.001)
+    return job
 
 
 def run_job(cfg, job, n):
@@ -170,14 +179,17 @@ def run_job(cfg, job, n):
     cap = int(job["out_cap"])
     state, out, err = _supervise(pidfd, out_r, err_r, start + float(job["timeout_s"]), cap)
     wall = time.monotonic() - start
-    if state != "exit":
-        os.kill(pid, signal.SIGKILL)
-    _, status, usage = os.wait4(pid, 0)
-    _kill_all(cfg["pidns"])
+    if state == "exit":
+        _, status, usage = os.wait4(pid, 0)
+        _kill_all(cfg["pidns"], pid)
+    else:
+        reaped = _kill_all(cfg["pidns"], pid)
+        status, usage = reaped or os.wait4(pid, 0)[1:]
     for fd in (pidfd, out_r, err_r):
         os.close(fd)
     shutil.rmtree(jobdir, ignore_errors=True)
     return {"status": state, "code": os.waitstatus_to_exitcode(status), "wall": wall,
+            "cleanup": time.monotonic() - start - wall,
             "cpu": usage.ru_utime + usage.ru_stime, "out": out[0].decode("utf-8", "replace"),
             "err": err[0].decode("utf-8", "replace")[-2000:]}
 
