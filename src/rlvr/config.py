@@ -89,10 +89,14 @@ class GRPOConfig:
 @dataclass(frozen=True)
 class CurriculumConfig:
     enabled: bool = False
-    low: float = 0.1
+    low: float = 0.1                    # keep problems whose estimated pass rate is in [low, high]
     high: float = 0.9
-    ema: float = 0.5
-    reprobe_every: int = 20
+    ema: float = 0.5                    # weight of the newest group's pass rate in the estimate
+    window: int = 4                     # pass rates kept per problem for `recent_mean`
+    reprobe_every: int = 20             # steps after which an unseen-since active problem is re-probed
+    recheck_every: int = 0              # steps before retired/deferred problems are re-checked (0: one epoch)
+    probe_frac: float = 0.25            # share of each batch reserved for unseen / stale / due problems
+    pool_size: int = 2048               # built-in task: problems drawn once (by seed) into the pool
     init_path: str = ""                 # pass-rate file exported by an earlier run
 
 
@@ -100,7 +104,24 @@ class CurriculumConfig:
 class DynamicSamplingConfig:
     enabled: bool = False
     max_rounds: int = 3                 # generation rounds per step before giving up refilling
-    std_tol: float = 1e-6
+    std_tol: float = 1e-6               # a group with reward std <= this counts as zero-variance
+    oversample: float = 1.0             # a refill round draws ceil(missing groups x this) problems
+    max_completions: int = 0            # per-step generation budget (0: prompts x G x max_rounds)
+
+
+@dataclass(frozen=True)
+class DoctorConfig:
+    enabled: bool = True
+    window: int = 10                    # K: steps a condition must hold / baseline length
+    cooldown: int = 10                  # steps before the same alarm may fire again
+    clipped_max: float = 0.5            # truncation: share of completions cut at max_new_tokens
+    zero_std_max: float = 0.8           # frac_reward_zero_std above this for K steps
+    flat_range: float = 0.02            # reward/mean moved less than this over K steps
+    entropy_low: float = 0.2            # collapse: entropy < this x its baseline (first K steps)
+    entropy_high: float = 3.0           # blow-up: entropy > this x its baseline
+    kl_max: float = 1.0
+    ratio_max: float = 10.0             # importance ratio above this (or below 1/this)
+    length_growth: float = 2.0          # mean length > this x its baseline
 
 
 @dataclass(frozen=True)
@@ -120,6 +141,7 @@ class Config:
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
     curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
     dynamic_sampling: DynamicSamplingConfig = field(default_factory=DynamicSamplingConfig)
+    doctor: DoctorConfig = field(default_factory=DoctorConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
 
 
@@ -148,7 +170,25 @@ _RULES: dict[str, tuple[typing.Callable[[Any], bool], str]] = {
     "curriculum.low": (lambda v: 0 <= v < 1, "a number in [0, 1)"),
     "curriculum.high": (lambda v: 0 < v <= 1, "a number in (0, 1]"),
     "curriculum.ema": (lambda v: 0 < v <= 1, "a number in (0, 1]"),
+    "curriculum.window": (lambda v: v >= 1, "an integer >= 1"),
+    "curriculum.reprobe_every": (lambda v: v >= 1, "an integer >= 1"),
+    "curriculum.recheck_every": (lambda v: v >= 0, "an integer >= 0 (0: one epoch)"),
+    "curriculum.probe_frac": (lambda v: 0 <= v <= 1, "a number in [0, 1]"),
+    "curriculum.pool_size": (lambda v: v >= 1, "an integer >= 1"),
     "dynamic_sampling.max_rounds": (lambda v: v >= 1, "an integer >= 1"),
+    "dynamic_sampling.std_tol": (lambda v: v >= 0, "a number >= 0"),
+    "dynamic_sampling.oversample": (lambda v: v >= 1, "a number >= 1"),
+    "dynamic_sampling.max_completions": (lambda v: v >= 0, "an integer >= 0 (0: no extra cap)"),
+    "doctor.window": (lambda v: v >= 2, "an integer >= 2"),
+    "doctor.cooldown": (lambda v: v >= 0, "an integer >= 0"),
+    "doctor.clipped_max": (lambda v: 0 < v <= 1, "a number in (0, 1]"),
+    "doctor.zero_std_max": (lambda v: 0 < v <= 1, "a number in (0, 1]"),
+    "doctor.flat_range": (lambda v: v >= 0, "a number >= 0"),
+    "doctor.entropy_low": (lambda v: 0 <= v < 1, "a number in [0, 1)"),
+    "doctor.entropy_high": (lambda v: v > 1, "a number > 1"),
+    "doctor.kl_max": (lambda v: v > 0, "a number > 0"),
+    "doctor.ratio_max": (lambda v: v > 1, "a number > 1"),
+    "doctor.length_growth": (lambda v: v > 1, "a number > 1"),
     "run.keep_last": (lambda v: v >= 1, "an integer >= 1"),
     "run.threads": (lambda v: v >= 0, "an integer >= 0"),
     "run.max_bad_steps": (lambda v: v >= 1, "an integer >= 1"),
@@ -201,6 +241,11 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
             raise bad
         return value
     if tp is float:
+        if isinstance(value, str):  # YAML 1.1 reads 1e-4 (no dot) as a string
+            try:
+                value = float(value)
+            except ValueError:
+                raise bad from None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise bad
         return float(value)

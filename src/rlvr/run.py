@@ -29,7 +29,7 @@ from rlvr.errors import UserError
 from rlvr.evaluate import greedy_accuracy, score_groups
 from rlvr.monitor import MetricsLog
 from rlvr.rollout.base import SamplingParams
-from rlvr.setup import build_engine, build_problems, build_verifiers, set_threads
+from rlvr.setup import build_engine, check_engine, build_problems, build_verifiers, set_threads
 from rlvr.schedule import lr_multiplier
 from rlvr.stats import step_metrics
 from rlvr.types import Group, Problem
@@ -50,6 +50,7 @@ class Run:
     def open(cls, cfg: Config) -> "Run":
         run = cls(cfg)
         set_threads(cfg.run.threads)
+        check_engine(cfg)
         run.verifiers, run.train_problems, run.heldout, run.task = build_problems(cfg)
         resume_from = run._resume_point()
         from rlvr.policy import load_policy, load_reference
@@ -61,11 +62,16 @@ class Run:
         run.log_out = MetricsLog(run.dir)
         if resume_from is not None:
             run._resume(resume_from)
+        else:  # a fresh start: lines left by a run killed before its first checkpoint go
+            run.log_out.truncate_to({})
         return run
 
     def _resume_point(self) -> Path | None:
         mode = self.cfg.run.resume
         if mode == "never":
+            if checkpoint.latest(self.ckpt_root) is not None:
+                raise UserError(f"run.dir {self.dir} already holds checkpoints; use a new run.dir, "
+                                "or run.resume=auto to continue that run")
             return None
         if mode == "auto":
             checkpoint.clean_partial(self.ckpt_root)
@@ -124,11 +130,32 @@ class Run:
         self.timings[f"timing/{name}"] = self.timings.get(f"timing/{name}", 0.0) + time.perf_counter() - t0
 
     def generate(self, problems: Sequence[Problem], step: int) -> list[Group]:
-        """Generate and verify G completions per problem (dynamic sampling plugs in here)."""
-        with self.timed("generate"):
-            groups = self.engine.generate(problems, self.cfg.grpo.group_size, self.sampling,
-                                          self.seed_for(step))
-        self.verify(groups)
+        """Generate and verify G completions per problem; with dynamic sampling, zero-variance
+        groups are dropped and refilled from the sampler (round r samples with seed (step, r))."""
+        from rlvr.curriculum import dynamic_sample
+        from rlvr.doctor import behaviour_metrics
+
+        g, ds = self.cfg.grpo.group_size, self.cfg.dynamic_sampling
+
+        def roll(batch: list[Problem], round_: int) -> list[Group]:
+            with self.timed("generate"):
+                groups = self.engine.generate(batch, g, self.sampling,
+                                              self.seed_for(step, "rollout" if round_ == 0 else f"rollout/{round_}"))
+            self.verify(groups)
+            return groups
+
+        # Run.log merges self.timings into the step record: the channel for per-step extras.
+        if not ds.enabled:
+            groups = roll(list(problems), 0)
+            self.timings["dynamic/generated_completions"] = float(sum(len(x.completions) for x in groups))
+        else:
+            result = dynamic_sample(problems, len(problems), roll,
+                                    lambda r, k, used: self.sampler.refill(step, r, k, used), g,
+                                    ds.max_rounds, ds.std_tol, ds.oversample, ds.max_completions)
+            self.sampler.observe(result.unused)     # dropped groups still inform the pass rates
+            self.timings.update(result.metrics())
+            groups = result.groups
+        self.timings.update(behaviour_metrics(groups))
         return groups
 
     def verify(self, groups: Sequence[Group]) -> None:

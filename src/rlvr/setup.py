@@ -62,19 +62,31 @@ def build_problems(cfg: Config) -> tuple[dict[str, Any], list[Problem], list[Pro
     return verifiers, train, heldout[:cfg.data.heldout_size] if cfg.data.heldout_size else heldout, None
 
 
+def check_engine(cfg: Config) -> None:
+    if cfg.rollout.engine != "hf":
+        raise ConfigError(f"rollout.engine={cfg.rollout.engine!r} is not available in this build; "
+                          "only 'hf' runs here (vLLM and Ray engines are not implemented yet)")
+
+
 def build_engine(cfg: Config, policy, tokenizer):
     from rlvr.rollout.hf import HFEngine
 
-    if cfg.rollout.engine != "hf":
-        raise ConfigError(f"rollout.engine={cfg.rollout.engine!r} needs the optional extra "
-                          f"`pip install rlvr[{cfg.rollout.engine}]` and a GPU; only 'hf' runs here")
+    check_engine(cfg)
     return HFEngine(policy, tokenizer, use_chat_template=cfg.model.chat_template)
 
 
 def build_sampler(cfg: Config, task, problems: list[Problem]):
+    """Fresh task draws or dataset epochs; a pass-rate CurriculumSampler over a finite pool when the
+    curriculum is on, or a plain pool sampler when only dynamic sampling (which refills) is on."""
+    import random
+
+    from rlvr.curriculum import CurriculumSampler
     from rlvr.sampler import DatasetSampler, TaskSampler
 
     n = cfg.grpo.prompts_per_step
+    if cfg.curriculum.enabled or cfg.dynamic_sampling.enabled:
+        pool = problems or task.sample(random.Random(f"{cfg.seed}/pool"), cfg.curriculum.pool_size, "train")
+        return CurriculumSampler(pool, n, cfg.seed, cfg.curriculum, band=cfg.curriculum.enabled)
     if task is not None:
         return TaskSampler(task, n, cfg.seed)
     return DatasetSampler(problems, n, cfg.seed)
