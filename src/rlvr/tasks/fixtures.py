@@ -1,0 +1,35 @@
+"""Small cold-start checkpoints for tests and benchmarks, built from the built-in task."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def make_cold_start(path: str | Path, digits: int = 2, steps: int = 400, seed: int = 0,
+                    batch_size: int = 64, ops: str = "+", stop_accuracy: float = 0.3) -> Path:
+    """Random tiny Llama + SFT on reasoner traces until a 100-problem held-out probe reaches
+    `stop_accuracy` (checked every 20 steps) or `steps` run out; saved as a HF checkpoint."""
+    from rlvr.evaluate import greedy_accuracy
+    from rlvr.policy import load_policy
+    from rlvr.rollout.hf import HFEngine
+    from rlvr.sft import SFTConfig, sft, task_pairs
+    from rlvr.tasks.arithmetic import ArithmeticTask, ArithmeticVerifier
+
+    path = Path(path)
+    model, tokenizer = load_policy("builtin:tiny-llama", seed=seed)
+    task = ArithmeticTask(digits, ops)
+    probe, engine = task.heldout(100, seed=99), HFEngine(model, tokenizer)
+    verifiers = {"arithmetic": ArithmeticVerifier()}
+
+    def evaluate(step: int) -> float:
+        acc = greedy_accuracy(engine, probe, verifiers, 6 * digits + 8)["eval/accuracy"]
+        model.train()
+        return acc
+
+    cfg = SFTConfig(steps=steps, batch_size=batch_size, warmup_steps=min(50, steps // 3), seed=seed,
+                    eval_every=20, stop_accuracy=stop_accuracy)
+    sft(model, tokenizer, task_pairs(task, tokenizer, batch_size, seed), cfg,
+        evaluate=evaluate if stop_accuracy else None)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
