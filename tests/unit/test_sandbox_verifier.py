@@ -1,0 +1,91 @@
+"""CodeVerifier end to end through the real sandbox (strongest tier here): rewards, flags, cache."""
+
+import pytest
+
+from rlvr.types import Problem
+from rlvr.verifiers.base import get_verifier
+from rlvr.verifiers.code import CodeVerifier
+from rlvr.verifiers.sandbox import SandboxUnavailable, probe
+
+CASES = {"entry_point": "sq", "cases": [{"args": [2], "expected": 4}, {"args": [-3], "expected": 9},
+                                        {"args": [0], "expected": 0}]}
+
+
+def fenced(code):
+    return f"Here you go:\n```python\n{code}\n```\n"
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    if probe().tier not in ("bwrap", "landlock"):
+        pytest.skip("no isolation tier on this machine")
+    v = get_verifier("code", timeout_s=1.0, workers=2)
+    yield v
+    v.close()
+
+
+def test_rewards_and_flags(verifier):
+    p = Problem("sq", "", CASES, "code")
+    responses = [fenced("def sq(x):\n    return x * x"), fenced("def sq(x):\n    return x * 2"),
+                 fenced("def sq(x):\n    raise ValueError"), fenced("import time\ntime.sleep(5)"),
+                 "I would square it.", fenced("def sq(x):\n    return x ** 2.0")]
+    scores = verifier.score_batch(responses, [p] * len(responses))
+    assert [s.reward for s in scores] == [1.0, 0.0, 0.0, 0.0, 0.0, 1.0]
+    assert [s.flags for s in scores] == [(), (), ("crash",), ("timeout",), ("no_code",), ()]
+    assert scores[1].details["passed"] == 2 and scores[1].details["total"] == 3
+    assert verifier.metrics()["sandbox/tier"] == verifier.tier
+
+
+def test_hidden_tests_decide_and_visible_are_reported(verifier):
+    hidden = {"entry_point": "sq", "cases": [{"args": [5], "expected": 25}]}
+    p = Problem("h", "", {"entry_point": "sq", "cases": [{"args": [2], "expected": 4}]}, "code",
+                {"hidden_tests": hidden})
+    cheat, honest = fenced("def sq(x):\n    return 4"), fenced("def sq(x):\n    return x * x")
+    s_cheat, s_honest = verifier.score_batch([cheat, honest], [p, p])
+    assert (s_cheat.reward, s_cheat.details["visible_passed"]) == (0.0, 1)
+    assert (s_honest.reward, s_honest.details["tests"]) == (1.0, "hidden")
+
+
+def test_stdio_and_check_formats(verifier):
+    stdio = Problem("io", "", {"stdio": [{"input": "3\n", "output": "9\n"},
+                                         {"input": "4\n", "output": "16"}]}, "code")
+    check = Problem("ck", "", {"entry_point": "sq", "check": (
+        "def check(candidate):\n    for i in range(-3, 4):\n        assert candidate(i) == i * i\n")},
+        "code")
+    io_prog = fenced("n = int(input())\nprint(n * n)")
+    sq = fenced("def sq(x):\n    return x * x")
+    scores = verifier.score_batch([io_prog, sq, sq, fenced("def sq(x):\n    return abs(x) * 3")],
+                                  [stdio, stdio, check, check])
+    assert [s.reward for s in scores] == [1.0, 0.0, 1.0, 0.0]
+
+
+def test_fraction_reward_counts_every_case():
+    v = CodeVerifier(reward="fraction", timeout_s=1.0, workers=1)
+    try:
+        [s] = v.score_batch([fenced("def sq(x):\n    return x * 2")],
+                            [Problem("f", "", CASES, "code")])
+    finally:
+        v.close()
+    assert s.reward == pytest.approx(2 / 3) and not s.correct
+
+
+def test_identical_responses_run_once(verifier):
+    p = Problem("dup", "", CASES, "code")
+    before = dict(verifier.counts)
+    scores = verifier.score_batch([fenced("def sq(x):\n    return x*x")] * 8, [p] * 8)
+    assert all(s.reward == 1.0 for s in scores)
+    assert verifier.counts["jobs"] - before["jobs"] == 1
+    assert verifier.counts["cache_hits"] - before["cache_hits"] == 7
+
+
+def test_check_reference_names_the_problem(verifier):
+    with pytest.raises(ValueError, match="bad-7"):
+        verifier.check_reference(Problem("bad-7", "", {"entry_point": "f"}, "code"))
+    with pytest.raises(ValueError, match="hidden"):
+        verifier.check_reference(Problem("bad-8", "", CASES, "code", {"hidden_tests": {"stdio": []}}))
+    verifier.check_reference(Problem("ok", "", CASES, "code"))
+
+
+def test_refuses_to_run_without_isolation_unless_allowed():
+    with pytest.raises(SandboxUnavailable):
+        CodeVerifier(tier="rlimits")
