@@ -1,23 +1,183 @@
-"""The training doctor: watches each step's metrics and raises alarms with a cause and an action.
+"""The training doctor: reads each step's metric record and raises alarms with a cause and an action.
 
-Placeholder seam: the full set of alarms is being built (issue 5). `observe` returns a list of
-{"name", "message", "action"} dicts; its state is saved in checkpoints.
+`Doctor.observe(step, record)` returns a list of {"name", "message", "action"} dicts; `Run.log`
+prints each as a console warning and writes it to `metrics.jsonl` as an event line, which the
+report lists. Alarms (thresholds in `DoctorConfig`, K = `window`):
+
+  truncation      completions/clipped_ratio > clipped_max (most completions hit the length cap)
+  zero_variance   frac_reward_zero_std > zero_std_max for K steps in a row
+  reward_flat     reward/mean moved less than flat_range over the last K steps
+  entropy_collapse / entropy_blowup   entropy below entropy_low x / above entropy_high x its
+                  baseline (the mean of the first K steps that report entropy)
+  kl_blowup       kl > kl_max
+  ratio_extreme   ratio/max > ratio_max or ratio/min < 1 / ratio_max
+  length_explosion  completions/mean_length > length_growth x its baseline
+  non_finite      loss, grad_norm, kl or entropy is NaN/inf
+
+An alarm that fired is silent for `cooldown` steps. The state (recent records, baselines, last
+firing) is plain Python and saved in checkpoints, so a resumed run raises the same alarms.
+
+`behaviour_metrics(groups)` is tracked every step, not alarmed: the share of responses with a
+reflective phrase ("wait", "let me check", "verify", ...), the share mixing letters of two or more
+Unicode scripts, and the multi-answer rate from the verifier flag `multiple_answers`.
+Not guaranteed: thresholds suit the built-in task; real models need their own.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+import re
+from typing import Any, Callable, Sequence
+
+from rlvr.types import Group
+from rlvr.verifiers.language import script_counts
+
+Alarm = dict[str, str]
+REFLECTIVE = re.compile(r"\b(wait|let me (?:check|verify|re-?check)|verify|double[- ]check|"
+                        r"hmm|on second thought)\b", re.IGNORECASE)
+_TRACKED = ("reward/mean", "frac_reward_zero_std", "completions/clipped_ratio",
+            "completions/mean_length", "entropy", "kl", "ratio/max", "ratio/min", "loss", "grad_norm")
+
+
+def behaviour_metrics(groups: Sequence[Group]) -> dict[str, float]:
+    texts = [c.text for g in groups for c in g.completions]
+    flags = [c.score.flags if c.score else () for g in groups for c in g.completions]
+    n = max(1, len(texts))
+    mixed = sum(len(script_counts(t)) >= 2 for t in texts)
+    return {"behaviour/reflection_rate": sum(bool(REFLECTIVE.search(t)) for t in texts) / n,
+            "behaviour/mixed_script_rate": mixed / n,
+            "behaviour/multi_answer_rate": sum("multiple_answers" in f for f in flags) / n}
+
+
+def _finite(x: Any) -> bool:
+    return not isinstance(x, float) or math.isfinite(x)
 
 
 class Doctor:
     def __init__(self, cfg: Any):
-        self.cfg = cfg
+        self.c = cfg.doctor
+        self.history: list[dict[str, float]] = []       # the last K steps' tracked values
+        self.baseline_samples: dict[str, list[float]] = {}
+        self.last_fired: dict[str, int] = {}
+        self.checks: list[Callable[[dict[str, Any]], Alarm | None]] = [
+            self._truncation, self._zero_variance, self._reward_flat, self._entropy, self._kl,
+            self._ratio, self._length, self._non_finite]
 
-    def observe(self, step: int, record: dict[str, Any]) -> list[dict[str, str]]:
-        return []
+    def observe(self, step: int, record: dict[str, Any]) -> list[Alarm]:
+        if not self.c.enabled:
+            return []
+        now = {k: float(record[k]) for k in _TRACKED if isinstance(record.get(k), (int, float))}
+        self.history = (self.history + [now])[-self.c.window:]
+        for key in ("entropy", "completions/mean_length"):
+            samples = self.baseline_samples.setdefault(key, [])
+            if key in now and math.isfinite(now[key]) and len(samples) < self.c.window:
+                samples.append(now[key])
+        alarms = []
+        for check in self.checks:
+            alarm = check(now)
+            if alarm is None:
+                continue
+            last = self.last_fired.get(alarm["name"])
+            if last is not None and step - last < self.c.cooldown:
+                continue
+            self.last_fired[alarm["name"]] = step
+            alarms.append(alarm)
+        return alarms
+
+    # ---- one check per alarm: current values in, an alarm or None out -------------------------
+
+    def _full(self, key: str) -> list[float] | None:
+        """The last K values of `key`, or None before K steps reported it."""
+        vals = [h[key] for h in self.history if key in h]
+        return vals if len(vals) >= self.c.window and len(self.history) >= self.c.window else None
+
+    def _baseline(self, key: str) -> float | None:
+        s = self.baseline_samples.get(key, [])
+        return sum(s) / len(s) if len(s) >= self.c.window else None
+
+    def _truncation(self, now: dict[str, float]) -> Alarm | None:
+        r = now.get("completions/clipped_ratio")
+        if r is None or r <= self.c.clipped_max:
+            return None
+        return _alarm("truncation", f"{r:.0%} of completions were cut at rollout.max_new_tokens",
+                      "raise rollout.max_new_tokens, or add a length penalty if lengths are exploding")
+
+    def _zero_variance(self, now: dict[str, float]) -> Alarm | None:
+        vals = self._full("frac_reward_zero_std")
+        if vals is None or min(vals) <= self.c.zero_std_max:
+            return None
+        return _alarm("zero_variance", f"frac_reward_zero_std above {self.c.zero_std_max:.0%} for "
+                      f"{len(vals)} steps (now {vals[-1]:.0%}): most groups teach nothing",
+                      "turn on curriculum.enabled / dynamic_sampling.enabled, add harder (or easier) "
+                      "problems, or raise grpo.group_size")
+
+    def _reward_flat(self, now: dict[str, float]) -> Alarm | None:
+        vals = self._full("reward/mean")
+        if vals is None or max(vals) - min(vals) >= self.c.flat_range:
+            return None
+        return _alarm("reward_flat", f"reward/mean stayed within {max(vals) - min(vals):.3f} of "
+                      f"{vals[-1]:.3f} for {len(vals)} steps",
+                      "check the verifier on a few transcripts; if rewards are all 0 or all 1, change "
+                      "problem difficulty or use the curriculum")
+
+    def _entropy(self, now: dict[str, float]) -> Alarm | None:
+        base, e = self._baseline("entropy"), now.get("entropy")
+        if base is None or e is None or not math.isfinite(e) or base <= 0:
+            return None
+        if e < self.c.entropy_low * base:
+            return _alarm("entropy_collapse", f"entropy {e:.3g} fell below {self.c.entropy_low:g}x its "
+                          f"baseline {base:.3g}: the policy has stopped exploring",
+                          "raise rollout.temperature, use grpo.eps_high > eps_low (clip-higher), or lower grpo.lr")
+        if e > self.c.entropy_high * base:
+            return _alarm("entropy_blowup", f"entropy {e:.3g} rose above {self.c.entropy_high:g}x its "
+                          f"baseline {base:.3g}: outputs are turning random",
+                          "lower grpo.lr or grpo.entropy_coef, or add a KL term (grpo.beta > 0)")
+        return None
+
+    def _kl(self, now: dict[str, float]) -> Alarm | None:
+        kl = now.get("kl")
+        if kl is None or not math.isfinite(kl) or kl <= self.c.kl_max:
+            return None
+        return _alarm("kl_blowup", f"KL to the reference is {kl:.3g} (> {self.c.kl_max:g})",
+                      "lower grpo.lr, raise grpo.beta, or resume from an earlier checkpoint")
+
+    def _ratio(self, now: dict[str, float]) -> Alarm | None:
+        hi, lo = now.get("ratio/max", 1.0), now.get("ratio/min", 1.0)
+        if not (math.isfinite(hi) and math.isfinite(lo)):
+            return None
+        if hi <= self.c.ratio_max and lo >= 1 / self.c.ratio_max:
+            return None
+        return _alarm("ratio_extreme", f"importance ratio reached [{lo:.3g}, {hi:.3g}] (limit "
+                      f"{1 / self.c.ratio_max:.3g}..{self.c.ratio_max:g}): rollouts are stale or the "
+                      "policy moved far within one batch",
+                      "lower grpo.lr or grpo.mu, use smaller minibatches, or check rollout/trainer log-prob parity")
+
+    def _length(self, now: dict[str, float]) -> Alarm | None:
+        base, n = self._baseline("completions/mean_length"), now.get("completions/mean_length")
+        if base is None or n is None or n <= self.c.length_growth * base:
+            return None
+        return _alarm("length_explosion", f"mean completion length {n:.1f} is over "
+                      f"{self.c.length_growth:g}x its baseline {base:.1f}",
+                      "add a length penalty (shaping), check for repetition loops in transcripts, or "
+                      "use a length-normalised loss_agg")
+
+    def _non_finite(self, now: dict[str, float]) -> Alarm | None:
+        bad = [k for k in ("loss", "grad_norm", "kl", "entropy") if k in now and not _finite(now[k])]
+        if not bad:
+            return None
+        return _alarm("non_finite", f"{', '.join(bad)} was NaN/inf; the update was skipped",
+                      "lower grpo.lr, check rewards for NaN, or train in float32")
 
     def state_dict(self) -> dict[str, Any]:
-        return {}
+        return {"history": [dict(h) for h in self.history],
+                "baseline_samples": {k: list(v) for k, v in self.baseline_samples.items()},
+                "last_fired": dict(self.last_fired)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        return None
+        self.history = [dict(h) for h in state.get("history", [])]
+        self.baseline_samples = {k: list(v) for k, v in state.get("baseline_samples", {}).items()}
+        self.last_fired = dict(state.get("last_fired", {}))
+
+
+def _alarm(name: str, message: str, action: str) -> Alarm:
+    return {"name": name, "message": message, "action": action}
