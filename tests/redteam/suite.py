@@ -67,8 +67,10 @@ class Context:
         found += [p for p in (f"/var/tmp/{self.name}", f"/usr/{self.name}", f"/dev/shm/{self.name}",
                               f"/tmp/{self.name}", os.path.expanduser(f"~/{self.name}"))
                   if os.path.lexists(p)]
-        for d in workdirs:
-            found += [os.path.join(d, n) for n in os.listdir(d)]
+        for d in workdirs:  # each holds only the zygote's job dir, empty between jobs
+            job = os.path.join(d, "job")
+            found += [os.path.join(d, n) for n in os.listdir(d) if n != "job"]
+            found += [os.path.join(job, n) for n in os.listdir(job)] if os.path.isdir(job) else []
         with open(self.secret_file) as f:
             if f.read() != self.token:
                 found.append(self.secret_file + " (modified)")

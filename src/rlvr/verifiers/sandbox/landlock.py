@@ -44,8 +44,8 @@ def _fs_mask(version):
     return _FS_BY_ABI[min(version, 5)]
 
 
-def restrict(read_paths, write_paths, version=None):
-    """Confine the calling process (and its future children) to the allow-list; returns the ABI."""
+def ruleset(read_paths, write_paths, version=None):
+    """Build the allow-list once; returns a ruleset fd for `enforce` (reusable across forks)."""
     version = abi() if version is None else version
     if version < 1:
         raise OSError("landlock unavailable")
@@ -65,11 +65,16 @@ def restrict(read_paths, write_paths, version=None):
             _add(call, rfd, path, READ_ONLY)
         for path in write_paths:
             _add(call, rfd, path, fs)
-        if call(_RESTRICT, ctypes.c_int(rfd), ctypes.c_uint32(0)) != 0:
-            raise OSError(ctypes.get_errno(), "landlock_restrict_self")
-    finally:
+    except OSError:
         os.close(rfd)
-    return version
+        raise
+    return rfd
+
+
+def enforce(rfd):
+    """Confine the calling process and its future children (needs no_new_privs first)."""
+    if _sys()(_RESTRICT, ctypes.c_int(rfd), ctypes.c_uint32(0)) != 0:
+        raise OSError(ctypes.get_errno(), "landlock_restrict_self")
 
 
 def _add(call, rfd, path, access):

@@ -92,12 +92,15 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def install(protected_pids=()):
-    """Set no_new_privs and load the filter into the calling (single-threaded) process."""
-    prog = build_filter(protected_pids)
-    raw = b"".join(struct.pack("=HBBI", *ins) for ins in prog)
+def compile_filter(protected_pids=()):
+    """The filter as the raw bytes of a sock_filter array (build once, install per job)."""
+    return b"".join(struct.pack("=HBBI", *ins) for ins in build_filter(protected_pids))
+
+
+def install(raw):
+    """Set no_new_privs and load a compiled filter into the calling single-threaded process."""
     buf = ctypes.create_string_buffer(raw, len(raw))
-    fprog = _SockFprog(len(prog), ctypes.cast(buf, ctypes.c_void_p))
+    fprog = _SockFprog(len(raw) // 8, ctypes.cast(buf, ctypes.c_void_p))
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
         raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS failed")

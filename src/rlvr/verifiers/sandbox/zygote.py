@@ -40,9 +40,15 @@ def _preload():
             pass
 
 
+_libc = None
+
+
 def _prctl(option, arg):
-    import ctypes
-    ctypes.CDLL(None).prctl(option, arg, 0, 0, 0)
+    global _libc
+    if _libc is None:
+        import ctypes
+        _libc = ctypes.CDLL(None, use_errno=True)
+    _libc.prctl(option, arg, 0, 0, 0)
 
 
 def _limits(job):
@@ -55,23 +61,24 @@ def _limits(job):
         resource.setrlimit(res, (value, value))
 
 
-def _child(cfg, job, jobdir, out_w, err_w):
+def _child(cfg, job, out_w, err_w):
     try:
         os.setsid()
+        jobdir = cfg["jobdir"]
         os.chdir(jobdir)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(out_w, 1)
         os.dup2(err_w, 2)
-        os.closerange(3, 1 << 16)
         os.environ.clear()
         os.environ.update(PATH="/usr/bin:/bin", HOME=jobdir, TMPDIR=jobdir, LANG="C.UTF-8")
         _limits(job)
-        os.nice(int(job.get("nice", 10)))  # runaway jobs must not starve the zygote's deadline
+        os.nice(int(job.get("nice", 0)))  # > 0 puts jobs below the zygote and the grader
         _prctl(38, 1)  # PR_SET_NO_NEW_PRIVS, required before unprivileged Landlock and seccomp
-        if cfg["landlock"] >= 1:
-            landlock.restrict(cfg["read_paths"], [jobdir, os.devnull], cfg["landlock"])
-        seccomp.install([os.getppid(), cfg["grader_pid"], 1])
+        if cfg["ruleset"] is not None:
+            landlock.enforce(cfg["ruleset"])
+        os.closerange(3, 1 << 16)  # protocol pipes and the ruleset: nothing else is inherited
+        seccomp.install(cfg["filter"])
         driver.MODES[job["mode"]](job["payload"])
         os._exit(0)
     except BaseException as exc:
@@ -162,15 +169,28 @@ def _kill_all(pidns, job_pid):
     return job
 
 
-def run_job(cfg, job, n):
-    jobdir = os.path.join(cfg["workdir"], f"j{n}")
-    os.mkdir(jobdir, 0o700)
+def _empty(path):
+    """Remove everything inside `path` (not `path` itself: the Landlock rule names its inode)."""
+    os.chmod(path, 0o700)
+    for name in os.listdir(path):
+        full = os.path.join(path, name)
+        if os.path.isdir(full) and not os.path.islink(full):
+            for root, dirs, _ in os.walk(full):
+                for d in dirs:
+                    os.chmod(os.path.join(root, d), 0o700)
+            os.chmod(full, 0o700)
+            shutil.rmtree(full, ignore_errors=True)
+        else:
+            os.unlink(full)
+
+
+def run_job(cfg, job):
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:
-        _child(cfg, job, jobdir, out_w, err_w)
+        _child(cfg, job, out_w, err_w)
     os.close(out_w)
     os.close(err_w)
     os.set_blocking(out_r, False)
@@ -187,7 +207,7 @@ def run_job(cfg, job, n):
         status, usage = reaped or os.wait4(pid, 0)[1:]
     for fd in (pidfd, out_r, err_r):
         os.close(fd)
-    shutil.rmtree(jobdir, ignore_errors=True)
+    _empty(cfg["jobdir"])
     return {"status": state, "code": os.waitstatus_to_exitcode(status), "wall": wall,
             "cleanup": time.monotonic() - start - wall,
             "cpu": usage.ru_utime + usage.ru_stime, "out": out[0].decode("utf-8", "replace"),
@@ -204,12 +224,19 @@ def main():
     _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphaned job descendants come back to us
     _preload()
     cfg["landlock"] = min(cfg.get("landlock", 0), landlock.abi())
+    cfg["jobdir"] = os.path.join(cfg["workdir"], "job")
+    os.mkdir(cfg["jobdir"], 0o700)
+    cfg["ruleset"] = None
+    if cfg["landlock"] >= 1:
+        cfg["ruleset"] = landlock.ruleset(cfg["read_paths"], [cfg["jobdir"], os.devnull],
+                                          cfg["landlock"])
+    cfg["filter"] = seccomp.compile_filter([os.getpid(), os.getppid(), cfg["grader_pid"], 1])
     reader = os.fdopen(proto_in, "r")
     writer = os.fdopen(proto_out, "w")
     writer.write(codec.dumps({"ready": os.getpid(), "landlock": cfg["landlock"]}) + "\n")
     writer.flush()
-    for n, line in enumerate(reader):
-        writer.write(codec.dumps(run_job(cfg, json.loads(line), n)) + "\n")
+    for line in reader:
+        writer.write(codec.dumps(run_job(cfg, json.loads(line))) + "\n")
         writer.flush()
 
 
