@@ -27,9 +27,10 @@ import driver  # noqa: E402
 import landlock  # noqa: E402
 import seccomp  # noqa: E402
 
-PRELOAD = ("ctypes", "math", "re", "collections", "itertools", "functools", "heapq", "bisect",
-           "string", "random", "typing", "fractions", "decimal", "statistics", "copy", "operator",
-           "datetime", "hashlib", "array", "dataclasses", "enum", "abc", "io")
+# Modules every job may use, imported once before forking. Kept small on purpose: each one makes
+# every fork dearer (page tables, copy-on-write), and most jobs import little.
+PRELOAD = ("ctypes", "json", "math", "re", "collections", "itertools", "functools", "heapq",
+           "bisect", "string", "operator", "copy")
 
 
 def _preload():
