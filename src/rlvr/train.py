@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any
 
 import torch
@@ -10,6 +11,11 @@ import torch
 from rlvr.config import Config
 from rlvr.run import Run
 from rlvr.update import build_batch, update_policy
+
+
+# The LR schedule follows training steps; a step whose groups all had zero advantage makes no
+# optimizer step, which torch reports as "scheduler before optimizer" although nothing is skipped.
+warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step()` before")
 
 
 def train(cfg: Config) -> dict[str, Any]:

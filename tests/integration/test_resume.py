@@ -1,0 +1,120 @@
+"""Exact resume: SIGKILL `rlvr train` at random points (one during a checkpoint write), resume each
+time, and compare the final weights and the metric lines with an uninterrupted run."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+NON_DETERMINISTIC = ("time", "timing/", "tokens_per_s")
+
+
+def _config(tmp_path: Path, run_dir: Path) -> Path:
+    cfg = tmp_path / f"{run_dir.name}.yaml"
+    cfg.write_text(
+        "seed: 3\n"
+        f"run: {{dir: {run_dir}, save_every: 2, eval_every: 4, keep_last: 2, progress: false,"
+        " threads: 1, report: false, transcripts_every: 1}\n"
+        "model: {path: builtin:tiny-llama}\n"
+        "data: {task: arithmetic, difficulty: 2, heldout_size: 16}\n"
+        "rollout: {max_new_tokens: 10}\n"
+        "grpo: {steps: 12, group_size: 4, prompts_per_step: 4, lr: 1.0e-3, warmup_steps: 2}\n")
+    return cfg
+
+
+def _cmd(cfg: Path) -> list[str]:
+    return [sys.executable, "-m", "rlvr.cli", "train", str(cfg)]
+
+
+def _weights_hash(run_dir: Path) -> str:
+    return hashlib.sha256((run_dir / "final" / "model.safetensors").read_bytes()).hexdigest()
+
+
+def _metric_lines(run_dir: Path) -> list[dict]:
+    out = []
+    for line in (run_dir / "metrics.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        out.append({k: v for k, v in rec.items() if not k.startswith(NON_DETERMINISTIC)})
+    return out
+
+
+def _kill_when(proc: subprocess.Popen, ready, timeout: float = 120) -> bool:
+    """SIGKILL `proc` as soon as `ready()` holds; False if it finished first."""
+    deadline = time.time() + timeout
+    while proc.poll() is None and time.time() < deadline:
+        if ready():
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return True
+        time.sleep(0.002)
+    proc.wait(timeout=max(1, deadline - time.time()))
+    return False
+
+
+def _steps_logged(run_dir: Path) -> int:
+    path = run_dir / "metrics.jsonl"
+    return path.read_text().count('"reward/mean"') if path.exists() else 0
+
+
+def test_sigkill_at_random_points_then_resume_is_exact(tmp_path):
+    ref_dir = tmp_path / "uninterrupted"
+    subprocess.run(_cmd(_config(tmp_path, ref_dir)), check=True, capture_output=True, timeout=300)
+
+    run_dir = tmp_path / "killed"
+    cfg = _config(tmp_path, run_dir)
+    rng = random.Random(int(os.environ.get("RLVR_RESUME_SEED", "0")))
+    ckpts = run_dir / "checkpoints"
+    kills = [
+        lambda: _steps_logged(run_dir) >= rng.randint(1, 3),                 # mid-run, early
+        lambda: any(ckpts.glob(".tmp-step-*")) if ckpts.exists() else False,  # during a checkpoint write
+        lambda: _steps_logged(run_dir) >= rng.randint(6, 8),
+        lambda: _steps_logged(run_dir) >= rng.randint(9, 11),
+    ]
+    killed = 0
+    for ready in kills:
+        proc = subprocess.Popen(_cmd(cfg), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        killed += _kill_when(proc, ready)
+    proc = subprocess.run(_cmd(cfg), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert killed >= 3
+    assert _weights_hash(run_dir) == _weights_hash(ref_dir)
+    assert _metric_lines(run_dir) == _metric_lines(ref_dir)
+    assert not list(ckpts.glob(".tmp-step-*"))
+
+
+def test_resume_continues_the_log_without_duplicates(tmp_path):
+    run_dir = tmp_path / "r"
+    cfg = _config(tmp_path, run_dir)
+    subprocess.run(_cmd(cfg) + ["grpo.steps=4"], check=True, capture_output=True, timeout=300)
+    subprocess.run(_cmd(cfg) + ["grpo.steps=6"], check=True, capture_output=True, timeout=300)
+    steps = [r["step"] for r in _metric_lines(run_dir) if "reward/mean" in r]
+    assert steps == list(range(6))
+
+
+def test_failed_checkpoint_write_keeps_the_previous_one(tmp_path, monkeypatch):
+    from rlvr import checkpoint, config
+    from rlvr.train import train
+
+    run_dir = tmp_path / "fail"
+    cfg = config.load(_config(tmp_path, run_dir), ["grpo.steps=4"])
+    real_save = checkpoint.save
+
+    def flaky_save(root, step, *args, **kwargs):
+        if step == 4:
+            raise OSError(28, "No space left on device")
+        return real_save(root, step, *args, **kwargs)
+
+    monkeypatch.setattr(checkpoint, "save", flaky_save)
+    train(cfg)
+    assert [p.name for p in checkpoint.complete_checkpoints(run_dir / "checkpoints")] == ["step-000002"]
+    events = [r for r in _metric_lines(run_dir) if r.get("name") == "checkpoint_failed"]
+    assert events and "previous one is intact" in events[0]["message"]
