@@ -89,3 +89,12 @@ def test_check_reference_names_the_problem(verifier):
 def test_refuses_to_run_without_isolation_unless_allowed():
     with pytest.raises(SandboxUnavailable):
         CodeVerifier(tier="rlimits")
+
+
+def test_binary_reward_stops_at_the_first_failing_case(verifier):
+    slow_cases = {"entry_point": "sq", "cases": [{"args": [i], "expected": i * i} for i in range(6)]}
+    p = Problem("stop", "", slow_cases, "code")
+    # Wrong from case 0, then 0.3 s per case: running every case would take the 1 s timeout.
+    code = fenced("import time\ndef sq(x):\n    time.sleep(0.3)\n    return -1")
+    [s] = verifier.score_batch([code], [p])
+    assert s.flags == () and s.details["passed"] == 0 and s.reward == 0.0

@@ -4,7 +4,7 @@ Code is the last complete fenced block of the response (a Python-tagged or untag
 preferred over blocks tagged with another language). Tests come from `problem.reference` and, when
 present, `problem.metadata["hidden_tests"]`, which then decide the reward (visible tests are also
 run and reported in `details`, so special-casing visible tests shows up as a gap). Reward is 1 when
-every case passes (`reward="all"`, the default; the job stops at the first exception) or the
+every case passes (`reward="all"`, the default; the job is stopped at its first failing case) or the
 fraction passed (`reward="fraction"`). Flags: `no_code`, `timeout`, `crash`, `output_limit`.
 Results are cached on (sha256 of the code, test-set hash): GRPO groups repeat completions.
 Not guaranteed: that a program passing the tests is correct beyond them, or deterministic timing
@@ -22,7 +22,7 @@ from concurrent.futures import Future
 from typing import Any, Sequence
 
 from rlvr.types import Problem, Score
-from rlvr.verifiers.sandbox.grade import Outcome, grade
+from rlvr.verifiers.sandbox.grade import Outcome, failure_watch, grade
 from rlvr.verifiers.sandbox.pool import SandboxPool
 from rlvr.verifiers.sandbox.spec import TestSpec, parse_tests
 
@@ -120,8 +120,9 @@ class CodeVerifier:
                 self.counts["cache_hits"] += 1
                 return self._cache[key]
             self.counts["jobs"] += 1
-            stop = self.reward == "all"
-            job = self.pool.submit(spec.kind, spec.payload(code, stop_on_exc=stop))
+            binary = self.reward == "all"
+            watch = failure_watch(spec, *self.tols) if binary else None
+            job = self.pool.submit(spec.kind, spec.payload(code, stop_on_exc=binary), watch)
             graded: Future = Future()
             job.add_done_callback(lambda f: _set_from(graded, f, spec, self.tols))
             self._cache[key] = graded

@@ -25,7 +25,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from rlvr.verifiers.sandbox.probe import Capabilities, bwrap_args, probe
 
@@ -88,13 +88,21 @@ class Zygote:
         line, _, self._buf = self._buf.partition(b"\n")
         return json.loads(line)
 
-    def run(self, job: dict) -> dict:
+    def run(self, job: dict, on_event: Callable[[str], bool] | None = None) -> dict:
+        """Run `job`; `on_event(line)` sees each result line as it comes and may stop the job."""
         if self.proc is None or self.proc.poll() is not None:
             self.start()
+        deadline = time.monotonic() + float(job["timeout_s"]) + GRACE_S
         try:
-            self.proc.stdin.write((json.dumps(job) + "\n").encode())
+            self.proc.stdin.write((json.dumps({**job, "stream": on_event is not None}) + "\n").encode())
             self.proc.stdin.flush()
-            reply = self._read_line(time.monotonic() + float(job["timeout_s"]) + GRACE_S)
+            reply, stopped = self._read_line(deadline), False
+            while reply is not None and "ev" in reply:
+                if not stopped and on_event(reply["ev"]):
+                    self.proc.stdin.write(b"stop\n")
+                    self.proc.stdin.flush()
+                    stopped = True
+                reply = self._read_line(deadline)
         except OSError:
             reply = None
         self.jobs += 1
@@ -163,14 +171,15 @@ class SandboxPool:
     def tier(self) -> str:
         return self.caps.tier
 
-    def run(self, mode: str, payload: dict, **limits: Any) -> dict:
-        """Run one job and return the zygote's result dict (blocking)."""
+    def run(self, mode: str, payload: dict, on_event: Callable[[str], bool] | None = None,
+            **limits: Any) -> dict:
+        """Run one job and return the zygote's result dict (blocking); see `Zygote.run`."""
         job = {**self.defaults, **limits, "mode": mode, "payload": payload}
         zygote = self._idle.get()
         try:
             if zygote.jobs >= self.recycle_after:
                 zygote.stop()
-            return zygote.run(job)
+            return zygote.run(job, on_event)
         finally:
             self._idle.put(zygote)
 
@@ -189,8 +198,9 @@ class SandboxPool:
         """Host work directories of the zygotes (empty in the bwrap tier: theirs is a tmpfs)."""
         return [z.workdir for z in list(self._idle.queue) if z.workdir]
 
-    def submit(self, mode: str, payload: dict, **limits: Any) -> Future:
-        return self._executor.submit(self.run, mode, payload, **limits)
+    def submit(self, mode: str, payload: dict, on_event: Callable[[str], bool] | None = None,
+               **limits: Any) -> Future:
+        return self._executor.submit(self.run, mode, payload, on_event, **limits)
 
     def close(self) -> None:
         with self._lock:

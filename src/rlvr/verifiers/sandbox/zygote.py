@@ -2,7 +2,8 @@
 
 Started by the pool as `python3 -I -S zygote.py CONFIG` (inside bwrap, or bare in the fallback
 tier); stdlib only. Protocol: one JSON object per line on stdin (a job), one JSON object per line on
-stdout (its result). Per job it forks a child that starts a new session, enters a fresh work
+stdout (its result); a job with `stream` set also has each result line forwarded as `{"ev": line}`
+while it runs, and a `stop` line from the grader kills it early (first failure, binary reward). Per job it forks a child that starts a new session, enters a fresh work
 directory, closes every inherited descriptor, clears the environment, applies rlimits, Landlock
 (when available) and the seccomp filter (which also sets no_new_privs), then runs the driver. The
 zygote enforces the wall deadline through a pidfd, caps output, and afterwards kills every
@@ -103,9 +104,51 @@ def _drain(fd, buf, cap):
             buf[0] += chunk[: cap - len(buf[0])]
 
 
-def _supervise(pidfd, out_r, err_r, deadline, cap):
-    out, err = [b"", 0], [b"", 0]
-    fds = [pidfd, out_r, err_r]
+class Channel:
+    """The line protocol with the grader over raw fds (we select on them, so no buffered files)."""
+
+    def __init__(self, rfd, wfd):
+        self.rfd, self.wfd, self.buf = rfd, wfd, b""
+
+    def send(self, obj):
+        data = (codec.dumps(obj) + "\n").encode()
+        while data:
+            data = data[os.write(self.wfd, data):]
+
+    def feed(self):
+        chunk = os.read(self.rfd, 1 << 20)
+        if not chunk:
+            raise SystemExit(0)  # the grader is gone
+        self.buf += chunk
+
+    def take_stop(self):
+        """Consume pending `stop` lines; True if there was one."""
+        lines = self.buf.split(b"\n")
+        keep = [ln for ln in lines[:-1] if ln.strip() != b"stop"]
+        found = len(keep) < len(lines) - 1
+        self.buf = b"".join(ln + b"\n" for ln in keep) + lines[-1]
+        return found
+
+    def next_job(self):
+        while True:
+            self.take_stop()  # a stop that raced with the end of its job
+            if b"\n" in self.buf:
+                line, _, self.buf = self.buf.partition(b"\n")
+                return json.loads(line)
+            self.feed()
+
+
+def _forward(chan, out, sent):
+    """Stream complete result lines to the grader; returns the new forwarded offset."""
+    end = out[0].rfind(b"\n") + 1
+    for line in out[0][sent:end].splitlines():
+        chan.send({"ev": line.decode("utf-8", "replace")})
+    return max(end, sent)
+
+
+def _supervise(pidfd, out_r, err_r, deadline, cap, chan):
+    out, err, sent = [b"", 0], [b"", 0], 0
+    fds = [pidfd, out_r, err_r] + ([chan.rfd] if chan else [])
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -116,6 +159,12 @@ def _supervise(pidfd, out_r, err_r, deadline, cap):
                 fds.remove(fd)
         if out[1] > cap or err[1] > cap:
             return "output_limit", out, err
+        if chan:
+            sent = _forward(chan, out, sent)
+            if chan.rfd in ready:
+                chan.feed()
+                if chan.take_stop():
+                    return "stopped", out, err
         if pidfd in ready:
             _drain(out_r, out, cap) if out_r in fds else None
             _drain(err_r, err, 4096) if err_r in fds else None
@@ -185,7 +234,7 @@ def _empty(path):
             os.unlink(full)
 
 
-def run_job(cfg, job):
+def run_job(cfg, job, chan):
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     start = time.monotonic()
@@ -198,7 +247,8 @@ def run_job(cfg, job):
     os.set_blocking(err_r, False)
     pidfd = os.pidfd_open(pid)
     cap = int(job["out_cap"])
-    state, out, err = _supervise(pidfd, out_r, err_r, start + float(job["timeout_s"]), cap)
+    state, out, err = _supervise(pidfd, out_r, err_r, start + float(job["timeout_s"]), cap,
+                                 chan if job.get("stream") else None)
     wall = time.monotonic() - start
     if state == "exit":
         _, status, usage = os.wait4(pid, 0)
@@ -232,13 +282,10 @@ def main():
         cfg["ruleset"] = landlock.ruleset(cfg["read_paths"], [cfg["jobdir"], os.devnull],
                                           cfg["landlock"])
     cfg["filter"] = seccomp.compile_filter([os.getpid(), os.getppid(), cfg["grader_pid"], 1])
-    reader = os.fdopen(proto_in, "r")
-    writer = os.fdopen(proto_out, "w")
-    writer.write(codec.dumps({"ready": os.getpid(), "landlock": cfg["landlock"]}) + "\n")
-    writer.flush()
-    for line in reader:
-        writer.write(codec.dumps(run_job(cfg, json.loads(line))) + "\n")
-        writer.flush()
+    chan = Channel(proto_in, proto_out)
+    chan.send({"ready": os.getpid(), "landlock": cfg["landlock"]})
+    while True:
+        chan.send(run_job(cfg, chan.next_job(), chan))
 
 
 if __name__ == "__main__":
