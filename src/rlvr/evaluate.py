@@ -18,15 +18,25 @@ from typing import Sequence
 
 from rlvr.algo.passk import maj_at_k_one, pass_at_k
 from rlvr.rollout.base import SamplingParams
-from rlvr.types import Group, Problem
+from rlvr.types import Group, Problem, Score
 
 
 def score_groups(groups: Sequence[Group], verifiers: dict) -> None:
-    """Attach a Score to every completion, one `score_batch` call per group."""
+    """Attach a Score to every completion, one `score_batch` call per group.
+
+    A verifier that raises (a bug, a dead worker it could not replace) costs that group reward 0
+    and the flag `verifier_error`, counted in the metrics; it never stops a run.
+    """
     for group in groups:
         verifier = verifiers[group.problem.verifier]
         texts = [c.text for c in group.completions]
-        scores = verifier.score_batch(texts, [group.problem] * len(texts))
+        try:
+            scores = list(verifier.score_batch(texts, [group.problem] * len(texts)))
+            if len(scores) != len(texts):
+                raise RuntimeError(f"{len(scores)} scores for {len(texts)} completions")
+        except Exception as exc:  # noqa: BLE001 - any verifier failure becomes a flagged zero
+            error = f"{type(exc).__name__}: {exc}"[:500]
+            scores = [Score(0.0, False, ("verifier_error",), details={"error": error})] * len(texts)
         for c, s in zip(group.completions, scores):
             c.score = s
 
