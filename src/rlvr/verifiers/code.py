@@ -109,6 +109,8 @@ class CodeVerifier:
         key = json.dumps(tests, sort_keys=True, default=repr)
         spec = self._specs.get(key)
         if spec is None:
+            if len(self._specs) >= self._cache_size:
+                self._specs.clear()  # rare: more distinct test sets than cache entries
             spec = self._specs[key] = parse_tests(tests)
         return spec
 

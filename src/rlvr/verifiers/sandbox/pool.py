@@ -23,6 +23,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
@@ -140,6 +141,12 @@ def _stage_inside_files(run_uid: int | None) -> str:
     return dest
 
 
+def _shutdown(idle: queue.Queue, sbxdir: str) -> None:
+    while not idle.empty():
+        idle.get().stop()
+    shutil.rmtree(sbxdir, ignore_errors=True)
+
+
 class SandboxPool:
     """`workers` zygotes (default: the CPU cores this process may use), created lazily."""
 
@@ -166,6 +173,8 @@ class SandboxPool:
         self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="sandbox")
         self._lock = threading.Lock()
         self._closed = False
+        # Zygotes and the staged files go away even when the owner forgets close().
+        self._finalizer = weakref.finalize(self, _shutdown, self._idle, self._sbxdir)
 
     @property
     def tier(self) -> str:
@@ -208,9 +217,7 @@ class SandboxPool:
                 return
             self._closed = True
         self._executor.shutdown(wait=True)
-        while not self._idle.empty():
-            self._idle.get().stop()
-        shutil.rmtree(self._sbxdir, ignore_errors=True)
+        self._finalizer()
 
     def __enter__(self) -> "SandboxPool":
         return self

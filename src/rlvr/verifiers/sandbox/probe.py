@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import platform
 import shutil
 import stat
 import subprocess
@@ -118,6 +119,10 @@ def _probe(force: str | None) -> Capabilities:
     run_uid = SANDBOX_UID if os.geteuid() == 0 else None
     if python is None or not sys.platform.startswith("linux"):
         return Capabilities("none", python or "", None, 0, run_uid, "no usable interpreter")
+    if platform.machine() not in ("x86_64", "AMD64"):
+        # The seccomp filter carries x86_64 syscall numbers only and kills jobs elsewhere.
+        return Capabilities("none", python, None, 0, run_uid,
+                            f"no seccomp table for {platform.machine()}")
     abi, bwrap, reasons = landlock_abi(), find_bwrap(), []
     if force in (None, "bwrap"):
         problem = _bwrap_works(bwrap, python, run_uid) if bwrap else "bwrap not found"

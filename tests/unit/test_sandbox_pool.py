@@ -1,0 +1,70 @@
+"""The zygote pool: respawn after death or a hang, recycling, futures, tier reporting."""
+
+import os
+import signal
+import time
+
+import pytest
+
+from rlvr.verifiers.sandbox import SandboxPool, probe
+
+JOB = {"code": "def f(x):\n    return x + 1\n", "entry": "f", "args": [[41]]}
+
+
+@pytest.fixture(scope="module")
+def tier():
+    caps = probe()
+    if caps.tier not in ("bwrap", "landlock"):
+        pytest.skip(f"no isolation tier here: {caps.reason}")
+    return caps.tier
+
+
+def tree(pid):
+    """pid and all its descendants (bwrap starts the zygote in a new session, under its init)."""
+    found = [pid]
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/children") as f:
+            for child in f.read().split():
+                found += tree(int(child))
+    return found
+
+
+def answer(reply):
+    return reply["out"].splitlines()[0]
+
+
+def test_futures_and_results(tier):
+    with SandboxPool(2, timeout_s=1.0) as pool:
+        futures = [pool.submit("call", JOB) for _ in range(6)]
+        assert [answer(f.result()) for f in futures] == ['["case",0,["ok",42]]'] * 6
+        assert pool.tier == tier
+
+
+def test_dead_zygote_is_replaced(tier):
+    with SandboxPool(1, timeout_s=1.0) as pool:
+        pool.start()
+        zygote = pool._idle.queue[0]
+        os.killpg(zygote.proc.pid, signal.SIGKILL)
+        zygote.proc.wait()
+        assert answer(pool.run("call", JOB)) == '["case",0,["ok",42]]'
+
+
+def test_hung_zygote_is_killed_after_the_grace_period(tier):
+    with SandboxPool(1, timeout_s=0.3) as pool:
+        pool.start()
+        zygote = pool._idle.queue[0]
+        for pid in tree(zygote.proc.pid):
+            os.kill(pid, signal.SIGSTOP)
+        start = time.monotonic()
+        assert pool.run("call", JOB)["status"] == "zygote_lost"
+        assert time.monotonic() - start < 0.3 + 3.0 + 1.0
+        assert answer(pool.run("call", JOB)) == '["case",0,["ok",42]]'
+
+
+def test_zygote_is_recycled_after_n_jobs(tier):
+    with SandboxPool(1, timeout_s=1.0, recycle_after=2) as pool:
+        pids = []
+        for _ in range(5):
+            pool.run("call", JOB)
+            pids.append(pool._idle.queue[0].proc.pid)
+        assert pids[0] == pids[1] and pids[1] != pids[2] and pids[2] == pids[3] != pids[4]
