@@ -150,22 +150,22 @@ class CurriculumSampler:
     def _pick(self, step: int, count: int, rng: random.Random, exclude: set[str]) -> list[Problem]:
         order = [i for i in range(len(self.pool)) if self.pool[i].id not in exclude]
         rng.shuffle(order)
-        by_status: dict[str, list[int]] = {}
-        for i in order:
-            by_status.setdefault(self.status(self.pool[i].id, step), []).append(i)
-        probe = sorted(by_status.get("unseen", []) + by_status.get("stale", []) + by_status.get("due", []),
-                       key=self._age_key)
-        active = by_status.get("active", [])
+        status = {i: self.status(self.pool[i].id, step) for i in order}
+        # Stale problems are still in the band: they may be drawn as active or, oldest first, as probes.
+        probe = sorted((i for i in order if status[i] in ("unseen", "stale", "due")), key=self._age_key)
+        active = [i for i in order if status[i] in ("active", "stale")]
         if not self.band:
             chosen = probe[:count]
-            chosen += sorted(active, key=self._age_key)[:count - len(chosen)]
+            taken = set(chosen)
+            chosen += sorted((i for i in active if i not in taken), key=self._age_key)[:count - len(chosen)]
         else:
             n_probe = min(len(probe), max(math.ceil(self.cfg.probe_frac * count), count - len(active)))
-            chosen = probe[:n_probe] + active[:count - n_probe]
+            chosen = probe[:n_probe]
+            taken = set(chosen)
+            chosen += [i for i in active if i not in taken][:count - n_probe]
         if len(chosen) < count:
             taken = set(chosen)
-            rest = [i for i in order if i not in taken]
-            chosen += sorted(rest, key=self._age_key)[:count - len(chosen)]
+            chosen += sorted((i for i in order if i not in taken), key=self._age_key)[:count - len(chosen)]
         return [self.pool[i] for i in chosen]
 
     def _age_key(self, i: int) -> int:
@@ -184,6 +184,15 @@ class CurriculumSampler:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.tracker.load_state_dict(state.get("tracker", {}))
         self.step = int(state.get("step", 0))
+
+
+def export_from_checkpoint(ckpt: str | Path, out: str | Path) -> Path:
+    """Write the pass-rate file from a checkpoint's saved sampler state (for `curriculum.init_path`)."""
+    from rlvr.checkpoint import load_state
+
+    tracker = PassRateTracker()
+    tracker.load_state_dict(load_state(Path(ckpt)).get("sampler", {}).get("tracker", {}))
+    return tracker.export(out)
 
 
 def reward_std(group: Group) -> float:

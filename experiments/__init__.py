@@ -1,0 +1,1 @@
+"""Runnable miniature experiments: `python -m experiments.<name>` (see experiments/README.md)."""
