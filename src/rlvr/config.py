@@ -190,6 +190,8 @@ _RULES: dict[str, tuple[typing.Callable[[Any], bool], str]] = {
     "doctor.ratio_max": (lambda v: v > 1, "a number > 1"),
     "doctor.length_growth": (lambda v: v > 1, "a number > 1"),
     "run.keep_last": (lambda v: v >= 1, "an integer >= 1"),
+    "eval.k": (lambda v: all(k >= 1 for k in v), "a list of integers >= 1, e.g. [1, 4, 16]"),
+    "eval.max_new_tokens": (lambda v: v >= 0, "an integer >= 0 (0: same as rollout)"),
     "run.threads": (lambda v: v >= 0, "an integer >= 0"),
     "run.max_bad_steps": (lambda v: v >= 1, "an integer >= 1"),
     "run.resume": (lambda v: bool(v), "auto, never, or a checkpoint path"),

@@ -199,6 +199,11 @@ class Run:
         max_new = self.cfg.eval.max_new_tokens or self.cfg.rollout.max_new_tokens
         with self.timed("eval"):
             result = greedy_accuracy(self.engine, self.heldout, self.verifiers, max_new)
+            if self.cfg.eval.k:
+                from rlvr.ttc import ttc_metrics
+                result.update(ttc_metrics(self.engine, self.heldout, self.verifiers, self.cfg.eval.k,
+                                          max_new, self.seed_for(step, "eval"),
+                                          self.cfg.rollout.temperature))
         self.log_out.write({"step": step, **result})
         return result
 

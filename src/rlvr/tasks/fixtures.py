@@ -6,9 +6,10 @@ from pathlib import Path
 
 
 def make_cold_start(path: str | Path, digits: int = 2, steps: int = 400, seed: int = 0,
-                    batch_size: int = 64, ops: str = "+", stop_accuracy: float = 0.3) -> Path:
+                    batch_size: int = 64, ops: str = "+", stop_accuracy: float = 0.15,
+                    eval_every: int = 10, say=None) -> Path:
     """Random tiny Llama + SFT on reasoner traces until a 100-problem held-out probe reaches
-    `stop_accuracy` (checked every 20 steps) or `steps` run out; saved as a HF checkpoint."""
+    `stop_accuracy` (checked every `eval_every` steps) or `steps` run out; saved as a HF checkpoint."""
     from rlvr.evaluate import greedy_accuracy
     from rlvr.policy import load_policy
     from rlvr.rollout.hf import HFEngine
@@ -23,11 +24,13 @@ def make_cold_start(path: str | Path, digits: int = 2, steps: int = 400, seed: i
 
     def evaluate(step: int) -> float:
         acc = greedy_accuracy(engine, probe, verifiers, 6 * digits + 8)["eval/accuracy"]
+        if say:
+            say(f"cold start step {step}: probe accuracy {acc:.0%}")
         model.train()
         return acc
 
     cfg = SFTConfig(steps=steps, batch_size=batch_size, warmup_steps=min(50, steps // 3), seed=seed,
-                    eval_every=20, stop_accuracy=stop_accuracy)
+                    eval_every=eval_every, stop_accuracy=stop_accuracy)
     sft(model, tokenizer, task_pairs(task, tokenizer, batch_size, seed), cfg,
         evaluate=evaluate if stop_accuracy else None)
     model.save_pretrained(path)
