@@ -126,7 +126,6 @@ class DoctorConfig:
 
 @dataclass(frozen=True)
 class EvalConfig:
-    greedy: bool = True
     k: tuple[int, ...] = ()             # pass@k / maj@k during training (empty: greedy only)
     max_new_tokens: int = 0             # 0: same as rollout
 
