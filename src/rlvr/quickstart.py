@@ -36,11 +36,13 @@ def cold_start(cfg, out: Path, stop_accuracy: float, say) -> float:
 
     def evaluate(step: int) -> float:
         acc = greedy_accuracy(engine, probe, verifiers, cfg.rollout.max_new_tokens)["eval/accuracy"]
-        say(f"  sft step {step:4d}: held-out subset accuracy {acc:.1%}")
+        if step % 50 == 0 or acc >= stop_accuracy:
+            say(f"  sft step {step:4d}: held-out subset accuracy {acc:.1%}")
         model.train()
         return acc
 
-    sft_cfg = SFTConfig(steps=800, stop_accuracy=stop_accuracy, min_steps=100, seed=cfg.seed)
+    sft_cfg = SFTConfig(steps=800, stop_accuracy=stop_accuracy, min_steps=100, eval_every=10,
+                        seed=cfg.seed)
     result = sft(model, tokenizer, task_pairs(task, tokenizer, sft_cfg.batch_size, cfg.seed), sft_cfg,
                  evaluate=evaluate)
     model.save_pretrained(out / "sft")

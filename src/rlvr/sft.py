@@ -37,7 +37,7 @@ class SFTConfig:
     grad_clip: float = 1.0
     eval_every: int = 25
     stop_accuracy: float = 0.0     # > 0: stop once the eval callback reports at least this
-    min_steps: int = 0             # never stop before this many steps
+    min_steps: int = 0             # no evaluation (so no stop) before this many steps
     seed: int = 0
 
 
@@ -120,7 +120,7 @@ def sft(model, tokenizer, batches: Iterator[list[Pair]], cfg: SFTConfig,
         sched.step()
         loss_value = float(loss.detach())
         record = {"sft_step": step, "sft/loss": loss_value}
-        if evaluate and cfg.eval_every and step % cfg.eval_every == 0:
+        if evaluate and cfg.eval_every and step % cfg.eval_every == 0 and step >= cfg.min_steps:
             accuracy = evaluate(step)
             record["sft/accuracy"] = accuracy
         if log:
