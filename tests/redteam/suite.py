@@ -206,8 +206,13 @@ def run_suite(tier, timeout_s=1.0, corpus=None, only=None):
         results.append(alive)
         total_s = time.monotonic() - started
     finally:
+        host_dirs = [verifier.pool._sbxdir] + verifier.pool.workdirs()
+        cgroups = [str(d) for z in list(verifier.pool._idle.queue) for d in z.cgroups]
         verifier.close()
         ctx.close()
+    left = [p for p in host_dirs + cgroups if os.path.exists(p)]
+    results.append({"name": "teardown", "kind": "control", "reward": 1.0, "flags": [], "secs": 0,
+                    "problems": [f"left behind {p}" for p in left]})
     return summarize(tier, results, total_s)
 
 

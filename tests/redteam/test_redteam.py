@@ -86,4 +86,4 @@ def test_harness_reports_escapes_when_isolation_is_missing():
     assert set(failed) == {"read_secret_file", "write_outside_workdir"}, failed
     assert failed["read_secret_file"] == ["reward 1.0 (flags [])"]
     assert any(p.startswith("file ") for p in failed["write_outside_workdir"])
-    assert report["controls_ok"] == report["controls"] == 2
+    assert report["controls_ok"] == report["controls"] == 3  # control_add, grader_alive, teardown

@@ -68,3 +68,26 @@ def test_zygote_is_recycled_after_n_jobs(tier):
             pool.run("call", JOB)
             pids.append(pool._idle.queue[0].proc.pid)
         assert pids[0] == pids[1] and pids[1] != pids[2] and pids[2] == pids[3] != pids[4]
+
+
+def test_root_confines_each_zygote_tree_in_a_memory_cgroup(tier):
+    if os.geteuid() != 0:
+        pytest.skip("cgroups are only used when the grader is root")
+    # rlimits allow 8 x 100 MB (each under the 128 MB address-space cap); the cgroup allows 512 MB.
+    hog = ("import os, time\nfor _ in range(8):\n    if os.fork() == 0:\n"
+           "        x = bytearray(100 << 20)\n        time.sleep(5)\n        os._exit(0)\n"
+           "time.sleep(1.2)\ndef f():\n    return 1\n")
+    with SandboxPool(1, timeout_s=2.0, mem_mb=128) as pool:
+        pool.start()
+        dirs = pool._idle.queue[0].cgroups
+        if not dirs:
+            pytest.skip("no writable memory+pids cgroup here")
+        pool.run("call", {"code": hog, "entry": "f", "args": [[]]})
+        mem = dirs[0]
+        if (mem / "memory.failcnt").exists():
+            assert int((mem / "memory.failcnt").read_text()) > 0
+            assert int((mem / "memory.max_usage_in_bytes").read_text()) <= (2 * 128 + 256) << 20
+        else:
+            assert "oom_kill 0" not in (mem / "memory.events").read_text()
+        assert answer(pool.run("call", JOB)) == '["case",0,["ok",42]]'
+    assert not any(d.exists() for d in dirs)

@@ -28,6 +28,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
+from rlvr.verifiers.sandbox import cgroup
 from rlvr.verifiers.sandbox.probe import Capabilities, bwrap_args, probe
 
 log = logging.getLogger(__name__)
@@ -44,8 +45,11 @@ class SandboxUnavailable(RuntimeError):
 class Zygote:
     """One sandboxed zygote process and the pipes to it. Not thread-safe: the pool serialises."""
 
-    def __init__(self, caps: Capabilities, sbxdir: str, tmpfs_mb: int):
+    def __init__(self, caps: Capabilities, sbxdir: str, tmpfs_mb: int,
+                 cgroup_limits: tuple[int, int] | None = None):
         self.caps, self.sbxdir, self.tmpfs_mb = caps, sbxdir, tmpfs_mb
+        self.cgroup_limits = cgroup_limits    # (memory bytes, pids) for the whole zygote tree
+        self.cgroups: list = []
         self.proc: subprocess.Popen | None = None
         self.workdir: str | None = None
         self.jobs = 0
@@ -75,6 +79,15 @@ class Zygote:
         if ready is None or "ready" not in ready:
             self.stop()
             raise SandboxUnavailable(f"zygote failed to start ({self.caps.tier})")
+        self._confine()
+
+    def _confine(self) -> None:
+        """Put the started zygote tree in its own cgroup when the machine allows (root)."""
+        if self.cgroup_limits is None:
+            return
+        name = f"rlvr-sandbox-{os.getpid()}-{self.proc.pid}"
+        self.cgroups = cgroup.create(name, *self.cgroup_limits) or []
+        cgroup.attach(self.cgroups, cgroup.tree(self.proc.pid))
 
     def _read_line(self, deadline: float) -> dict | None:
         fd = self.proc.stdout.fileno()
@@ -91,7 +104,9 @@ class Zygote:
 
     def run(self, job: dict, on_event: Callable[[str], bool] | None = None) -> dict:
         """Run `job`; `on_event(line)` sees each result line as it comes and may stop the job."""
-        if self.proc is None or self.proc.poll() is not None:
+        if self.proc is not None and self.proc.poll() is not None:
+            self.stop()  # died since the last job: release its cgroup and work dir first
+        if self.proc is None:
             self.start()
         deadline = time.monotonic() + float(job["timeout_s"]) + GRACE_S
         try:
@@ -128,6 +143,8 @@ class Zygote:
         if self.workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None
+        cgroup.remove(self.cgroups)
+        self.cgroups = []
 
 
 def _stage_inside_files(run_uid: int | None) -> str:
@@ -144,7 +161,9 @@ def _stage_inside_files(run_uid: int | None) -> str:
 def _shutdown(idle: queue.Queue, sbxdir: str) -> None:
     while not idle.empty():
         idle.get().stop()
-    shutil.rmtree(sbxdir, ignore_errors=True)
+    if os.path.isdir(sbxdir):
+        os.chmod(sbxdir, 0o700)  # staged read-only; an unprivileged owner must open it to delete
+        shutil.rmtree(sbxdir, ignore_errors=True)
 
 
 class SandboxPool:
@@ -168,8 +187,10 @@ class SandboxPool:
         self.recycle_after = recycle_after
         self._sbxdir = _stage_inside_files(self.caps.run_uid)
         self._idle: queue.LifoQueue[Zygote] = queue.LifoQueue()
+        # A job tree may hold `nproc` processes of `mem_mb` each; the cgroup caps their sum.
+        limits = ((2 * mem_mb + 256) << 20, nproc + 16)
         for _ in range(self.workers):
-            self._idle.put(Zygote(self.caps, self._sbxdir, tmpfs_mb))
+            self._idle.put(Zygote(self.caps, self._sbxdir, tmpfs_mb, limits))
         self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="sandbox")
         self._lock = threading.Lock()
         self._closed = False
