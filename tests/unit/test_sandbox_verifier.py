@@ -98,3 +98,11 @@ def test_binary_reward_stops_at_the_first_failing_case(verifier):
     code = fenced("import time\ndef sq(x):\n    time.sleep(0.3)\n    return -1")
     [s] = verifier.score_batch([code], [p])
     assert s.flags == () and s.details["passed"] == 0 and s.reward == 0.0
+
+
+def test_offline_rows_may_carry_the_spec_as_tests(verifier):
+    row = Problem("in.jsonl:3", "", None, "code", {"tests": CASES})
+    [s] = verifier.score_batch([fenced("def sq(x):\n    return x * x")], [row])
+    assert s.reward == 1.0
+    with pytest.raises(ValueError, match="in.jsonl:4"):
+        verifier.check_reference(Problem("in.jsonl:4", "", None, "code", {}))

@@ -1,8 +1,8 @@
 """`CodeVerifier`: rewards code answers by running tests in the sandbox (`rlvr.verifiers.sandbox`).
 
 Code is the last complete fenced block of the response (a Python-tagged or untagged block is
-preferred over blocks tagged with another language). Tests come from `problem.reference` and, when
-present, `problem.metadata["hidden_tests"]`, which then decide the reward (visible tests are also
+preferred over blocks tagged with another language). Tests come from `problem.reference` (or
+`metadata["tests"]` when the reference is empty) and, when present, `metadata["hidden_tests"]`, which then decide the reward (visible tests are also
 run and reported in `details`, so special-casing visible tests shows up as a gap). Reward is 1 when
 every case passes (`reward="all"`, the default; the job is stopped at its first failing case) or the
 fraction passed (`reward="fraction"`). Flags: `no_code`, `timeout`, `crash`, `output_limit`.
@@ -100,7 +100,12 @@ class CodeVerifier:
         self.pool.close()
 
     def _test_sets(self, problem: Problem) -> list[tuple[str, Any]]:
-        sets = [("visible", problem.reference)]
+        # Offline rows carry the spec as "tests"; loaders that keep unknown keys in metadata
+        # hand it over there when they leave `reference` empty.
+        visible = problem.reference
+        if visible is None:
+            visible = problem.metadata.get("tests")
+        sets = [("visible", visible)]
         if problem.metadata.get("hidden_tests") is not None:
             sets.append(("hidden", problem.metadata["hidden_tests"]))
         return sets
