@@ -5,7 +5,10 @@ Phases, all in one run: (1) latency: one trivial call job at a time, p50/p99 of 
 the grader sees it; (2) throughput: `--jobs` trivial jobs submitted at once to `--workers`
 zygotes; (3) the same through `CodeVerifier.score_batch` with distinct code per job (no cache
 hits), i.e. including extraction and grading; (4) the baseline: a bare `subprocess.run` of
-`python3 -I -S -c` per job with as many threads as workers (no isolation at all).
+`python3 -I -S -c` per job with as many threads as workers (no isolation at all). On a shared,
+loaded machine wall-clock rates mostly measure the neighbours, so the run also sums the CPU time
+spent per job by the grader, the zygotes (and bwrap) and the jobs themselves: `workers` cores
+divided by that is the rate the same code reaches on idle cores.
 The last line printed is one JSON object holding `jobs_per_s`.
 """
 
@@ -22,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from rlvr.types import Problem
 from rlvr.verifiers.code import CodeVerifier
+from rlvr.verifiers.sandbox import cgroup
 from rlvr.verifiers.sandbox.pool import SandboxPool
 
 TRIVIAL = {"code": "def f():\n    return 1\n", "entry": "f", "args": [[]]}
@@ -42,11 +46,23 @@ def latency(pool: SandboxPool, n: int) -> list[float]:
     return times
 
 
-def throughput(pool: SandboxPool, n: int) -> float:
+def _cpu_s(pid: int) -> float:
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def throughput(pool: SandboxPool, n: int) -> tuple[float, float]:
+    """Jobs per second, and CPU ms per job summed over grader, zygotes (with bwrap) and jobs."""
+    zygote_pids = [p for z in list(pool._idle.queue) for p in cgroup.tree(z.proc.pid)]
+    before = sum(_cpu_s(p) for p in zygote_pids) + sum(os.times()[:2])
     start = time.perf_counter()
     futures = [pool.submit("call", TRIVIAL) for _ in range(n)]
-    assert all(f.result()["status"] == "exit" for f in futures)
-    return n / (time.perf_counter() - start)
+    replies = [f.result() for f in futures]
+    secs = time.perf_counter() - start
+    assert all(r["status"] == "exit" for r in replies)
+    after = sum(_cpu_s(p) for p in zygote_pids) + sum(os.times()[:2])
+    cpu = after - before + sum(r["cpu"] for r in replies)
+    return n / secs, 1000 * cpu / n
 
 
 def verifier_throughput(verifier: CodeVerifier, n: int) -> float:
@@ -77,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         pool.start()
         latency(pool, 50)  # warm-up
         lat = latency(pool, max(200, args.jobs // 4))
-        jobs_per_s = throughput(pool, args.jobs)
+        jobs_per_s, cpu_ms = throughput(pool, args.jobs)
         python = pool.caps.python
         tier = pool.tier
     verifier = CodeVerifier(workers=args.workers, tier=args.tier)
@@ -91,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
               "jobs_per_s": round(jobs_per_s, 1),
               "p50_ms": round(1000 * statistics.median(lat), 2),
               "p99_ms": round(1000 * percentile(lat, 0.99), 2),
+              "cpu_ms_per_job": round(cpu_ms, 2),
+              "cpu_bound_jobs_per_s_on_idle_cores": round(args.workers * 1000 / cpu_ms, 1),
               "verifier_jobs_per_s": round(verified_per_s, 1),
               "bare_subprocess_jobs_per_s": round(bare_per_s, 1),
               "speedup_vs_bare_subprocess": round(jobs_per_s / bare_per_s, 2),

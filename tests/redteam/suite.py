@@ -1,7 +1,8 @@
 """Run the red-team corpus against `CodeVerifier` at one isolation tier and report as JSON.
 
-Usage: `python tests/redteam/suite.py --tier bwrap|landlock [--corpus extra.jsonl]`; the last line
-of stdout is the JSON report. Runs under any interpreter with the stdlib (the unprivileged-user
+Usage: `python tests/redteam/suite.py --tier bwrap|landlock [--corpus extra.jsonl [--corpus-only]]`;
+the last line of stdout is
+the JSON report. Runs under any interpreter with the stdlib (the unprivileged-user
 test runs it with /usr/bin/python3). For every item it checks: the reward (0 for adversarial items,
 1 for controls), the time (at most timeout + 1 s), that no file appeared outside the sandbox and the
 secret file is unchanged, that no process of the sandbox uid was left behind, that no TCP or UDP
@@ -136,9 +137,10 @@ def leftover_processes(uid, baseline, grace_s=1.0):
         time.sleep(0.02)
 
 
-def load_items(ctx, corpus):
+def load_items(ctx, corpus, builtin=True):
     rows = []
-    for kind, group in (("adversarial", items.ADVERSARIAL), ("control", items.CONTROLS)):
+    groups = (("adversarial", items.ADVERSARIAL), ("control", items.CONTROLS)) if builtin else ()
+    for kind, group in groups:
         for name, problem, code in group:
             visible, hidden = items.PROBLEMS[problem]
             rows.append({"name": name, "kind": kind, "code": code, "tests": visible,
@@ -184,7 +186,7 @@ def run_item(verifier, ctx, row, uid, baseline, timeout_s):
 HARMLESS = {"read_secret_file", "write_outside_workdir", "environment_secret", "control_add"}
 
 
-def run_suite(tier, timeout_s=1.0, corpus=None, only=None):
+def run_suite(tier, timeout_s=1.0, corpus=None, only=None, builtin=True):
     """Run the corpus (or the `only` names) at `tier`; see the module docstring."""
     unsafe = tier not in ("bwrap", "landlock")
     if unsafe and not (only and set(only) <= HARMLESS):
@@ -198,7 +200,8 @@ def run_suite(tier, timeout_s=1.0, corpus=None, only=None):
         baseline = pids_of(uid)
         started = time.monotonic()
         results = [run_item(verifier, ctx, row, uid, baseline, timeout_s)
-                   for row in load_items(ctx, corpus) if only is None or row["name"] in only]
+                   for row in load_items(ctx, corpus, builtin)
+                   if only is None or row["name"] in only]
         alive = run_item(verifier, ctx, {"name": "grader_alive", "kind": "control",
                                          "code": "def add(a, b):\n    return b + a\n",
                                          "tests": items.ADD_VISIBLE, "hidden_tests": items.ADD_HIDDEN,
@@ -230,9 +233,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tier", required=True, choices=["bwrap", "landlock"])
     parser.add_argument("--timeout", type=float, default=1.0)
-    parser.add_argument("--corpus", default=None)
+    parser.add_argument("--corpus", default=None, help="extra items, one JSON row per line")
+    parser.add_argument("--corpus-only", action="store_true", help="skip the built-in items")
     args = parser.parse_args(argv)
-    report = run_suite(args.tier, args.timeout, args.corpus)
+    report = run_suite(args.tier, args.timeout, args.corpus, builtin=not args.corpus_only)
     print(json.dumps(report))
     return 0 if not report["failures"] else 1
 
