@@ -1,9 +1,8 @@
 """Run the red-team corpus against `CodeVerifier` at one isolation tier and report as JSON.
 
 Usage: `python tests/redteam/suite.py --tier bwrap|landlock [--corpus extra.jsonl [--corpus-only]]`;
-the last line of stdout is
-the JSON report. Runs under any interpreter with the stdlib (the unprivileged-user
-test runs it with /usr/bin/python3). For every item it checks: the reward (0 for adversarial items,
+the last line of stdout is the JSON report. Runs under any interpreter with the stdlib (the
+unprivileged-user test runs it with /usr/bin/python3). For every item it checks: the reward (0 for adversarial items,
 1 for controls), the time (at most timeout + 1 s), that no file appeared outside the sandbox and the
 secret file is unchanged, that no process of the sandbox uid was left behind, that no TCP or UDP
 packet reached the listeners on 127.0.0.1, and at the end that the grader still scores a control.
