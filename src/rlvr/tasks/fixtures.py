@@ -23,7 +23,7 @@ def make_cold_start(path: str | Path, digits: int = 2, steps: int = 400, seed: i
     verifiers = {"arithmetic": ArithmeticVerifier()}
 
     def evaluate(step: int) -> float:
-        acc = greedy_accuracy(engine, probe, verifiers, 6 * digits + 8)["eval/accuracy"]
+        acc = greedy_accuracy(engine, probe, verifiers, 10 * digits + 8)["eval/accuracy"]
         if say:
             say(f"cold start step {step}: probe accuracy {acc:.0%}")
         model.train()
