@@ -2,8 +2,8 @@
 
 `detect_language` returns an ISO 639-1 code. Languages with their own script (zh, ja, ko, ru, ar,
 he, el, hi, th) are read from the Unicode script of their letters; Latin-script languages use
-a stop-word vote over en, fr, de, es, it, pt, nl for short texts, and langdetect for longer ones
-when it is installed (its profiles ship inside the package; without it the vote decides). `language_share` is the share of the letters of a
+a stop-word vote over en, fr, de, es, it, pt, nl for short texts and clear votes, and langdetect
+otherwise when it is installed (its profiles ship inside the package; without it the vote decides). `language_share` is the share of the letters of a
 text that belong to the expected language's script, which is what a language-consistency reward
 needs (math and code tokens carry no letters and so count for nobody).
 
@@ -79,6 +79,7 @@ def _stopword_language(text: str) -> str | None:
     return max(votes, key=lambda lang: votes[lang])
 
 
+@lru_cache(maxsize=4096)
 def detect_language(text: str) -> str:
     """ISO 639-1 code of the main language of `text` ("" for text with no letters)."""
     counts = script_counts(text)
@@ -87,10 +88,13 @@ def detect_language(text: str) -> str:
     by_script = _script_language(counts)
     if by_script:
         return by_script
-    n_words, _ = _stopword_votes(text)
+    n_words, votes = _stopword_votes(text)
     by_stopwords = _stopword_language(text)
-    if by_stopwords and n_words < 20:
-        return by_stopwords  # langdetect guesses wildly on a few words; stop words do not
+    ranked = sorted(votes.values(), reverse=True)
+    decisive = ranked[0] >= 3 and ranked[0] >= 2 * ranked[1]
+    if by_stopwords and (n_words < 20 or decisive):
+        # langdetect guesses wildly on a few words, and is slow; a clear stop-word vote is neither.
+        return by_stopwords
     try:
         from langdetect import DetectorFactory, detect
         from langdetect.lang_detect_exception import LangDetectException

@@ -6,8 +6,9 @@ A response earns reward 1 when its single final answer equals the reference. The
    `extract=` or per problem via `metadata["extract"]`); none → reward 0, flag `no_answer`;
 2. strictness: two or more *different* answers (two boxes, "3 or 4", a list where the reference is a
    single value) → reward 0, flag `multiple_answers`;
-3. plain numbers are compared exactly in-process (`math_fast`); everything else goes to math-verify
-   in a worker process under a hard budget (`timeout_s`, default 2 s); overrun → reward 0, flag
+3. plain numbers are compared exactly in-process (`math_fast`), also against a reference that
+   evaluates to a number (its value is computed once per new reference, in a worker); everything else
+   goes to math-verify in a worker process under a hard budget (`timeout_s`, default 2 s); overrun → reward 0, flag
    `timeout`, and the worker is killed and replaced;
 4. verdicts are cached on (normalised answer, reference), and `score_batch` dedupes identical
    responses of a group, so a group of G equal answers costs one check.
@@ -22,13 +23,15 @@ from __future__ import annotations
 
 import threading
 import time
+from fractions import Fraction
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
 from rlvr.types import Problem, Score
 from rlvr.verifiers.math_extract import POLICIES, extract_candidates, split_parts
-from rlvr.verifiers.math_fast import fast_equal, normalize, to_number
+from rlvr.verifiers.math_fast import (Number, fast_equal, normalize, numbers_equal,
+                                      same_when_rounded, to_number)
 from rlvr.verifiers.workers import WorkerPool
 
 _SYMBOLIC = "rlvr.verifiers.math_symbolic"
@@ -63,6 +66,7 @@ class MathVerifier:
         self.pool = WorkerPool(workers, preload=(_SYMBOLIC, "math_verify"), warmup=_WARMUP)
         self._cache: OrderedDict[tuple[str, str], tuple[bool, tuple[str, ...]]] = OrderedDict()
         self._cache_size = cache_size
+        self._values: dict[str, tuple | None] = {}
         self._lock = threading.Lock()
         self._threads = ThreadPoolExecutor(max_workers=max(1, workers))
 
@@ -83,6 +87,7 @@ class MathVerifier:
     def score_batch(self, responses: Sequence[str], problems: Sequence[Problem]) -> list[Score]:
         keys = [(r if isinstance(r, str) else str(r), _reference_text(p.reference),
                  p.metadata.get("extract", self.extract)) for r, p in zip(responses, problems)]
+        self._learn_values([ref for _, ref, _ in keys])
         plans = {key: self._plan(*key) for key in dict.fromkeys(keys)}
         self._run_symbolic([plan for plan in plans.values() if plan.score is None])
         return [plans[key].score for key in keys]  # type: ignore[misc]
@@ -110,6 +115,8 @@ class MathVerifier:
         if len(answer) > self.max_answer_chars:
             return _Plan(Score(0.0, False, ("too_long",), answer[:200], _details(t0, source, "strict")))
         verdict = fast_equal(answer, ref)
+        if verdict is None:
+            verdict = self._number_vs_value(answer, ref)
         if verdict is not None:
             return _Plan(Score(float(verdict), verdict, (), answer, _details(t0, source, "fast")))
         cached = self._cache_get((normalize(answer), ref))
@@ -117,6 +124,41 @@ class MathVerifier:
             ok, flags = cached
             return _Plan(Score(float(ok), ok, flags, answer, _details(t0, source, "cache")))
         return _Plan(None, answer, ref, source)
+
+    def _number_vs_value(self, answer: str, ref: str) -> bool | None:
+        """A plain-number answer against a reference that evaluates to a number (`2\\pi`), decided
+        here from the reference's value, which one worker call per reference computes."""
+        number = to_number(answer)
+        if number is None:
+            return None
+        with self._lock:
+            value = self._values.get(ref)
+        if value is None:
+            return None
+        if value[0] == "rational":
+            return numbers_equal(number, Number(Fraction(value[1], value[2]), False, False))
+        # An irrational reference equals no plain number; a decimal may round to it (6 places).
+        # Near misses go to sympy, which knows when an unevaluated form is rational after all.
+        real = Fraction(value[1])
+        candidates = [number.value] + ([number.value / 100] if number.percent else [])
+        if number.decimal and any(same_when_rounded(c, real) for c in candidates):
+            return True
+        if any(abs(c - real) < Fraction(1, 10**9) for c in candidates):
+            return None
+        return False
+
+    def _learn_values(self, refs: Sequence[str | None]) -> None:
+        """Evaluate new symbolic references once each (in workers, in parallel) for the number path."""
+        with self._lock:
+            new = [r for r in dict.fromkeys(refs)
+                   if r is not None and r not in self._values and to_number(r) is None]
+        outs = self._threads.map(
+            lambda r: self.pool.run(f"{_SYMBOLIC}:numeric_value", (r,), self.timeout_s), new)
+        with self._lock:
+            for ref, out in zip(new, outs):
+                self._values[ref] = out.value if out.status == "ok" else None
+            while len(self._values) > self._cache_size:
+                self._values.pop(next(iter(self._values)))
 
     def _run_symbolic(self, pending: list[_Plan]) -> None:
         by_key: dict[tuple[str, str], list[_Plan]] = {}

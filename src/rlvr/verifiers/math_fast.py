@@ -123,6 +123,11 @@ def _round(x: Fraction, places: int = ROUND_PLACES) -> Fraction:
     return Fraction(round(x * 10**places), 10**places)
 
 
+def same_when_rounded(a: Fraction, b: Fraction) -> bool:
+    """Whether a and b agree to ROUND_PLACES decimal places (math-verify's float rule)."""
+    return _round(a) == _round(b)
+
+
 def _terminates(x: Fraction) -> bool:
     d = x.denominator
     for p in (2, 5):

@@ -56,3 +56,23 @@ def symbolic_equal(pred: str, reference: str) -> bool:
     if any(_false_numeric_claim(t) for t in target):
         return False
     return bool(verify(list(gold), list(target), allow_set_relation_comp=True, timeout_seconds=None))
+
+
+def numeric_value(reference: str) -> tuple | None:
+    """The reference as a number, when it is one: ("rational", p, q), ("real", 40 digits) or None.
+
+    Lets the parent decide plain-number answers against a symbolic reference (`\\sqrt{2}`, `2\\pi`)
+    without a worker round trip per answer.
+    """
+    from sympy import Basic, Expr
+
+    parsed = [x for x in _parse(reference) if isinstance(x, Basic)]
+    if len(parsed) != 1 or not isinstance(parsed[0], Expr) or parsed[0].free_symbols:
+        return None
+    expr = parsed[0].doit()
+    if expr.is_Rational:
+        return ("rational", int(expr.p), int(expr.q))
+    if expr.is_real is not True or expr.is_finite is not True:
+        return None
+    value = expr.evalf(40)
+    return ("real", str(value)) if value.is_Float else None

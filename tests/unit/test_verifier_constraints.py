@@ -1,0 +1,106 @@
+"""Instruction constraints: each check on hand-made texts, reward modes, and load-time validation."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlvr.types import Problem
+from rlvr.verifiers import get_verifier
+from rlvr.verifiers.constraints import CHECKS, ConstraintsVerifier, count_sentences, count_words, validate
+from rlvr.verifiers.language import detect_language, language_share
+
+TEXT = "The cat sat. The dog ran!\n\nIs it raining? Yes."
+
+
+def test_counting_rules():
+    assert count_words("It's a well-known fact, isn't it?") == 9  # \w+ runs, as IFEval's tokenizer
+    assert count_sentences(TEXT) == 4
+    assert CHECKS["paragraph_count"](TEXT, "exactly", 2)
+    assert CHECKS["paragraph_count"]("a\n***\nb\n***\nc", "exactly", 3)
+
+
+@pytest.mark.parametrize("kind,args,text,expected", [
+    ("word_count", {"relation": "at most", "n": 3}, "one two three", True),
+    ("word_count", {"relation": "less than", "n": 3}, "one two three", False),
+    ("word_count", {"relation": "at least", "n": 4}, "one two three", False),
+    ("sentence_count", {"relation": "exactly", "n": 4}, TEXT, True),
+    ("json_format", {}, '{"a": 1}', True),
+    ("json_format", {}, "```json\n[1, 2]\n```", True),
+    ("json_format", {"required_keys": ["a", "b"]}, '{"a": 1}', False),
+    ("json_format", {}, "{'a': 1}", False),
+    ("keywords_include", {"keywords": ["cat", "dog"]}, TEXT, True),
+    ("keywords_include", {"keywords": ["ca"]}, TEXT, False),  # whole words only
+    ("keywords_exclude", {"keywords": ["bird"]}, TEXT, True),
+    ("keyword_frequency", {"keyword": "the", "relation": "exactly", "n": 2}, TEXT, True),
+    ("letter_frequency", {"letter": "a", "relation": "at least", "n": 3}, TEXT, True),
+    ("letter_case", {"case": "lower"}, "all lower, 123", True),
+    ("letter_case", {"case": "upper"}, "ALL UPPER. But", False),
+    ("starts_with", {"text": "the cat"}, TEXT, True),
+    ("ends_with", {"text": "Any other questions?"}, "Done. Any other questions?", True),
+    ("bullet_count", {"relation": "exactly", "n": 3}, "* a\n* b\n- c\n--- not a bullet", True),
+    ("section_count", {"relation": "exactly", "n": 2}, "Section 1\nintro\nSection 2\nbody", True),
+    ("no_commas", {}, "no commas here", True),
+    ("no_commas", {}, "a, b", False),
+    ("placeholders", {"n": 2}, "Dear [name], at [address]", True),
+    ("placeholders", {"n": 2}, "Dear [name]", False),
+    ("title", {}, "<<My Title>>\nbody", True),
+    ("language", {"language": "en"}, "This is plainly an English sentence about the weather.", True),
+    ("language", {"language": "fr"}, "Ceci est une phrase en français sur le temps qu'il fait.", True),
+    ("language", {"language": "en"}, "Ceci est une phrase en français sur le temps qu'il fait.", False),
+    ("language", {"language": "zh"}, "今天天气很好，我们去公园散步吧。", True),
+])
+def test_each_check(kind, args, text, expected):
+    assert CHECKS[kind](text, **args) is expected
+
+
+def test_reward_all_or_fraction_and_details():
+    constraints = [{"type": "no_commas"}, {"type": "word_count", "args": {"relation": "at most", "n": 3}},
+                   {"type": "keywords_include", "args": {"keywords": ["cat"]}}]
+    problem = Problem("p1", "", None, "constraints", {"constraints": constraints})
+    response = "a cat, sat on mats"  # comma: fails; 5 words: fails; has cat: passes
+    strict = ConstraintsVerifier().score_batch([response], [problem])[0]
+    frac = ConstraintsVerifier(reward="fraction").score_batch([response], [problem])[0]
+    assert (strict.reward, strict.correct) == (0.0, False)
+    assert frac.reward == pytest.approx(1 / 3)
+    assert frac.details["failed"] == ["no_commas", "word_count"]
+    per_problem = Problem("p2", "", None, "constraints",
+                          {"constraints": constraints, "constraint_reward": "fraction"})
+    assert ConstraintsVerifier().score_batch([response], [per_problem])[0].reward == pytest.approx(1 / 3)
+
+
+def test_constraints_may_live_in_the_reference():
+    problem = Problem("p", "", [{"type": "no_commas"}], "constraints")
+    assert ConstraintsVerifier().score_batch(["fine"], [problem])[0].correct
+
+
+@pytest.mark.parametrize("spec,message", [
+    ([{"type": "nope"}], "unknown constraint type"),
+    ([{"type": "word_count", "args": {"relation": "about", "n": 3}}], "relation must be"),
+    ([{"type": "word_count", "args": {"relation": "at most", "n": -1}}], "n must be"),
+    ([{"type": "word_count", "args": {"relation": "at most"}}], "missing a required argument"),
+    ([{"type": "no_commas", "args": {"x": 1}}], "unexpected keyword"),
+    ([{"type": "letter_case", "args": {"case": "title"}}], "case must be"),
+    ([], "non-empty list"),
+    ("no_commas", "non-empty list"),
+])
+def test_check_reference_names_the_problem_and_the_fault(spec, message):
+    with pytest.raises(ValueError, match=message) as err:
+        ConstraintsVerifier().check_reference(Problem("row7", "", None, "constraints", {"constraints": spec}))
+    assert "row7" in str(err.value)
+
+
+def test_bad_spec_at_score_time_is_flagged_not_raised():
+    problem = Problem("p", "", None, "constraints", {"constraints": [{"type": "nope"}]})
+    assert ConstraintsVerifier().score_batch(["x"], [problem])[0].flags == ("bad_constraint",)
+
+
+def test_validate_accepts_every_documented_check():
+    assert validate({"type": "json_format", "args": {"required_keys": ["a"]}}) is None
+    assert get_verifier("constraints", reward="fraction").reward == "fraction"
+
+
+def test_language_helpers():
+    assert detect_language("Привет, как у тебя дела сегодня?") == "ru"
+    assert detect_language("これは日本語の文です。") == "ja"
+    assert detect_language("12345 + 678") == ""
+    assert language_share("abc дд", "ru") == pytest.approx(2 / 5)
