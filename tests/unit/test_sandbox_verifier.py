@@ -106,3 +106,16 @@ def test_offline_rows_may_carry_the_spec_as_tests(verifier):
     assert s.reward == 1.0
     with pytest.raises(ValueError, match="in.jsonl:4"):
         verifier.check_reference(Problem("in.jsonl:4", "", None, "code", {}))
+
+
+def test_cpu_budget_decides_timeouts_under_a_longer_wall_cap():
+    v = CodeVerifier(timeout_s=5.0, cpu_s=0.5, workers=1)
+    p = Problem("cpu", "", CASES, "code")
+    spin = fenced("def sq(x):\n    while True:\n        pass")
+    sleepy = fenced("import time\ndef sq(x):\n    time.sleep(0.3)\n    return x * x")
+    try:
+        spun, slept = v.score_batch([spin, sleepy], [p, p])
+    finally:
+        v.close()
+    assert spun.flags == ("timeout",) and spun.details["passed"] == 0
+    assert slept.reward == 1.0  # 0.9 s of wall time, almost no CPU

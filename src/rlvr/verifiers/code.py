@@ -2,8 +2,9 @@
 
 Code is the last complete fenced block of the response (a Python-tagged or untagged block is
 preferred over blocks tagged with another language). Tests come from `problem.reference` (or
-`metadata["tests"]` when the reference is empty) and, when present, `metadata["hidden_tests"]`, which then decide the reward (visible tests are also
-run and reported in `details`, so special-casing visible tests shows up as a gap). Reward is 1 when
+`metadata["tests"]` when the reference is empty) and, when present, `metadata["hidden_tests"]`,
+which then decide the reward (visible tests are also run and reported in `details`, so
+special-casing visible tests shows up as a gap). Reward is 1 when
 every case passes (`reward="all"`, the default; the job is stopped at its first failing case) or the
 fraction passed (`reward="fraction"`). Flags: `no_code`, `timeout`, `crash`, `output_limit`.
 Results are cached on (sha256 of the code, test-set hash): GRPO groups repeat completions.
@@ -41,7 +42,8 @@ def extract_code(response: str) -> str | None:
 class CodeVerifier:
     name = "code"
 
-    def __init__(self, *, reward: str = "all", timeout_s: float = 4.0, mem_mb: int = 1024,
+    def __init__(self, *, reward: str = "all", timeout_s: float = 4.0,
+                 cpu_s: float | None = None, mem_mb: int = 1024,
                  workers: int | None = None, tier: str | None = None,
                  allow_unsafe: bool = False, run_visible: bool = True,
                  float_rel_tol: float = 1e-9, float_abs_tol: float = 1e-9,
@@ -53,7 +55,7 @@ class CodeVerifier:
         self.reward, self.run_visible, self.extract = reward, run_visible, extract
         self.tols = (float_rel_tol, float_abs_tol)
         self.pool = SandboxPool(workers, tier=tier, allow_unsafe=allow_unsafe,
-                                timeout_s=timeout_s, mem_mb=mem_mb)
+                                timeout_s=timeout_s, cpu_s=cpu_s, mem_mb=mem_mb)
         self._cache: OrderedDict[str, Future] = OrderedDict()
         self._specs: dict[str, TestSpec] = {}
         self._cache_size = cache_size

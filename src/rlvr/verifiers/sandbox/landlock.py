@@ -84,7 +84,8 @@ def _add(call, rfd, path, access):
         return  # a path missing on this machine needs no rule
     try:
         if not os.path.isdir(path):
-            access &= EXECUTE | WRITE_FILE | READ_FILE | (3 << 14)  # file rules take file rights only
+            # a rule on a file may only carry file rights (truncate and ioctl_dev included)
+            access &= EXECUTE | WRITE_FILE | READ_FILE | (3 << 14)
         rule = struct.pack("=Qi", access, fd)
         buf = ctypes.create_string_buffer(rule, len(rule))
         if call(_ADD_RULE, ctypes.c_int(rfd), ctypes.c_int(_RULE_PATH_BENEATH), buf,

@@ -110,7 +110,8 @@ class Zygote:
             self.start()
         deadline = time.monotonic() + float(job["timeout_s"]) + GRACE_S
         try:
-            self.proc.stdin.write((json.dumps({**job, "stream": on_event is not None}) + "\n").encode())
+            line = json.dumps({**job, "stream": on_event is not None}) + "\n"
+            self.proc.stdin.write(line.encode())
             self.proc.stdin.flush()
             reply, stopped = self._read_line(deadline), False
             while reply is not None and "ev" in reply:
@@ -167,10 +168,16 @@ def _shutdown(idle: queue.Queue, sbxdir: str) -> None:
 
 
 class SandboxPool:
-    """`workers` zygotes (default: the CPU cores this process may use), created lazily."""
+    """`workers` zygotes (default: the CPU cores this process may use), created lazily.
+
+    Limits per job: `timeout_s` of wall-clock time (the hard cap), `cpu_s` of CPU time (default:
+    the same; on a loaded machine a CPU budget below the wall cap keeps slow-but-correct programs
+    from flipping to `timeout`), `mem_mb` of address space per process, `nproc` processes.
+    """
 
     def __init__(self, workers: int | None = None, *, tier: str | None = None,
-                 allow_unsafe: bool = False, timeout_s: float = 4.0, mem_mb: int = 1024,
+                 allow_unsafe: bool = False, timeout_s: float = 4.0,
+                 cpu_s: float | None = None, mem_mb: int = 1024,
                  nproc: int = 64, out_cap: int = 1 << 20, tmpfs_mb: int = 64,
                  recycle_after: int = 1000):
         self.caps = probe(tier)
@@ -182,8 +189,8 @@ class SandboxPool:
             raise SandboxUnavailable(f"tier {tier} unavailable: {self.caps.reason}")
         log.info("sandbox tier %s (%s)", self.caps.tier, self.caps.reason or "preferred")
         self.workers = workers or len(os.sched_getaffinity(0))
-        self.defaults = {"timeout_s": timeout_s, "mem_mb": mem_mb, "nproc": nproc,
-                         "out_cap": out_cap}
+        self.defaults = {"timeout_s": timeout_s, "cpu_s": cpu_s, "mem_mb": mem_mb,
+                         "nproc": nproc, "out_cap": out_cap}
         self.recycle_after = recycle_after
         self._sbxdir = _stage_inside_files(self.caps.run_uid)
         self._idle: queue.LifoQueue[Zygote] = queue.LifoQueue()

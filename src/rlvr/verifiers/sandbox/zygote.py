@@ -1,12 +1,14 @@
 """The zygote: a long-lived sandboxed process that forks one hardened job at a time.
 
 Started by the pool as `python3 -I -S zygote.py CONFIG` (inside bwrap, or bare in the fallback
-tier); stdlib only. Protocol: one JSON object per line on stdin (a job), one JSON object per line on
-stdout (its result); a job with `stream` set also has each result line forwarded as `{"ev": line}`
-while it runs, and a `stop` line from the grader kills it early (first failure, binary reward). Per job it forks a child that starts a new session, enters a fresh work
-directory, closes every inherited descriptor, clears the environment, applies rlimits, Landlock
-(when available) and the seccomp filter (which also sets no_new_privs), then runs the driver. The
-zygote enforces the wall deadline through a pidfd, caps output, and afterwards kills every
+tier); stdlib only. Protocol: one JSON object per line on stdin (a job), one JSON object per line
+on stdout (its result); a job with `stream` set also has each result line forwarded as
+`{"ev": line}` while it runs, and a `stop` line from the grader kills it early (first failure,
+binary reward). Per job it forks a child that starts a new session, enters the (emptied) work
+directory, clears the environment, applies rlimits, Landlock (when available; the ruleset is
+built once), closes every inherited descriptor and installs the seccomp filter (which needs
+no_new_privs, set first), then runs the driver. The zygote enforces the wall deadline through a
+pidfd and the CPU budget through RLIMIT_CPU and rusage, caps output, and afterwards kills every
 leftover process: `kill(-1)` inside a pid namespace, otherwise a freeze-then-kill walk of its
 descendants (it is a child subreaper, so orphans come back to it). Not guaranteed: anything the
 kernel or the outer layers (bwrap, uid, cgroups) do not enforce.
@@ -53,14 +55,26 @@ def _prctl(option, arg):
     _libc.prctl(option, arg, 0, 0, 0)
 
 
+def _cpu_budget(job):
+    return float(job.get("cpu_s") or job["timeout_s"])
+
+
 def _limits(job):
     mem = int(job["mem_mb"]) << 20
-    cpu = max(1, int(-(-float(job["timeout_s"]) // 1)))
-    for res, value in ((resource.RLIMIT_AS, mem), (resource.RLIMIT_CPU, cpu),
-                       (resource.RLIMIT_FSIZE, 16 << 20), (resource.RLIMIT_NOFILE, 64),
-                       (resource.RLIMIT_NPROC, int(job["nproc"])), (resource.RLIMIT_CORE, 0),
-                       (resource.RLIMIT_STACK, 64 << 20)):
+    cpu = max(1, int(-(-_cpu_budget(job) // 1)))
+    for res, value in ((resource.RLIMIT_AS, mem), (resource.RLIMIT_FSIZE, 16 << 20),
+                       (resource.RLIMIT_NOFILE, 64), (resource.RLIMIT_NPROC, int(job["nproc"])),
+                       (resource.RLIMIT_CORE, 0), (resource.RLIMIT_STACK, 64 << 20)):
         resource.setrlimit(res, (value, value))
+    # SIGXCPU at the budget, SIGKILL a second later for a job that ignores it.
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+
+
+def _over_cpu(job, status, cpu):
+    """Time limit exceeded on CPU time: spent the budget, or killed by the CPU rlimit."""
+    sig = -os.waitstatus_to_exitcode(status)
+    return cpu > _cpu_budget(job) or (sig in (signal.SIGXCPU, signal.SIGKILL)
+                                      and cpu >= 0.9 * int(-(-_cpu_budget(job) // 1)))
 
 
 def _child(cfg, job, out_w, err_w):
@@ -259,9 +273,12 @@ def run_job(cfg, job, chan):
     for fd in (pidfd, out_r, err_r):
         os.close(fd)
     _empty(cfg["jobdir"])
+    cpu = usage.ru_utime + usage.ru_stime
+    if state == "exit" and _over_cpu(job, status, cpu):
+        state = "timeout"
     return {"status": state, "code": os.waitstatus_to_exitcode(status), "wall": wall,
             "cleanup": time.monotonic() - start - wall,
-            "cpu": usage.ru_utime + usage.ru_stime, "out": out[0].decode("utf-8", "replace"),
+            "cpu": cpu, "out": out[0].decode("utf-8", "replace"),
             "err": err[0].decode("utf-8", "replace")[-2000:]}
 
 
