@@ -17,10 +17,13 @@ ADD_CHECK = {"entry_point": "add", "check": (
     "        assert candidate(a, b) == a + b\n")}
 ECHO = {"stdio": [{"input": "2 3\n", "output": "5\n"}, {"input": "10 -4\n", "output": "6\n"}]}
 HALF = {"entry_point": "half", "cases": [{"args": [1], "expected": 0.5}, {"args": [3], "expected": 1.5}]}
+BIG = {"entry_point": "fact", "check": (
+    "import math\ndef check(candidate):\n    assert candidate(3000) == math.factorial(3000)\n")}
 LEAK = {"entry_point": "leak", "cases": [{"args": [], "expected": "@TOKEN@"}]}
 
 PROBLEMS = {"add": (ADD_VISIBLE, ADD_HIDDEN), "add_check": (ADD_CHECK, None),
-            "echo": (ECHO, None), "half": (HALF, None), "leak": (LEAK, None)}
+            "echo": (ECHO, None), "half": (HALF, None), "leak": (LEAK, None),
+            "big": (BIG, None)}
 
 FORGER = ("import os, json\n"
           "lines = json.dumps(['case', 0, ['ok', 5]]) + chr(10) + json.dumps(['done']) + chr(10)\n"
@@ -170,6 +173,12 @@ ADVERSARIAL = [
     ("special_case_visible", "add", "def add(a, b):\n    return 3 if (a, b) == (1, 2) else 0\n"),
     ("stdout_prefix_only", "echo", "a, b = map(int, input().split())\nprint(a + b, end='')\nprint('\\nEXTRA')\n"),
     ("stdout_prefix_short", "echo", "print(5)\n"),
+    ("deeply_nested_result_lines", "add", (
+        "import os\ndeep = ('[' * 200000 + ']' * 200000 + chr(10)).encode()\n"
+        "for fd in range(10):\n    try:\n        os.write(fd, deep)\n    except OSError:\n"
+        "        pass\ndef add(a, b):\n    x = []\n    for _ in range(100000):\n        x = [x]\n"
+        "    return x\n")),
+    ("huge_int_answer", "add", "def add(a, b):\n    return 10 ** 20000 + a + b\n"),
     ("check_mode_always_equal", "add_check", (
         "class E:\n    def __eq__(self, o):\n        return True\ndef add(a, b):\n    return E()\n")),
 ]
@@ -188,6 +197,7 @@ CONTROLS = [
         "    open('scratch.txt', 'w').write(str(out[0]))\n"
         "    r = subprocess.run(['/usr/bin/python3', '-c', 'print(open(\"scratch.txt\").read())'],\n"
         "                       capture_output=True, text=True)\n    return int(r.stdout)\n")),
+    ("control_big_int", "big", "import math\ndef fact(n):\n    return math.factorial(n)\n"),
     ("control_recursion", "add", (
         "import sys\nsys.setrecursionlimit(5000)\ndef add(a, b):\n"
         "    return a if b == 0 else (add(a + 1, b - 1) if b > 0 else add(a - 1, b + 1))\n")),

@@ -16,7 +16,8 @@ def roundtrip(value):
 
 
 def test_codec_roundtrips_builtins_with_their_types():
-    value = [1, 2.5, "x", None, True, (1, (2,)), {"a": [1]}, {(1, 2): 3}, {4, 5}, b"\x00"]
+    value = [1, 2.5, "x", None, True, (1, (2,)), {"a": [1]}, {(1, 2): 3}, {4, 5}, b"\x00",
+             -(3 ** 20000)]
     back = roundtrip(value)
     assert back == value
     assert type(back[5]) is tuple and type(back[5][1]) is tuple
@@ -122,3 +123,12 @@ def test_seccomp_filter_jumps_stay_inside_the_program():
         if code & 0x07 == 0x05:  # BPF_JMP
             assert i + 1 + max(jt, jf) < len(prog)
     assert prog[-1] == (0x06, 0, 0, seccomp.RET_ALLOW)
+
+
+def test_absurd_nesting_is_a_value_error_or_bad():
+    with pytest.raises(ValueError):
+        codec.loads("[" * 100000 + "]" * 100000)
+    deep = []
+    for _ in range(100000):
+        deep = [deep]
+    assert isinstance(codec.decode(deep), codec.Bad)

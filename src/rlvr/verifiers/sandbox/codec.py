@@ -1,7 +1,8 @@
 """Plain-value codec shared by the trusted side and the sandbox (stdlib only, no rlvr imports).
 
 Values cross the boundary as JSON text. Builtin containers are tagged so that tuples, sets, dicts
-with non-string keys and non-finite floats survive the trip; any other type, including subclasses
+with non-string keys, non-finite floats and huge ints (as hex, which Python's limit on decimal
+int/str conversion does not cover) survive the trip; any other type, including subclasses
 of builtins (an `int` subclass, an object whose `__eq__` always answers True), is encoded as
 `{"bad": type name}` and can never compare equal to an expected value. Decoding builds genuine
 builtins only: nothing returned by the sandbox is ever unpickled or evaluated.
@@ -13,11 +14,14 @@ import json
 import math
 
 _FINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
+_BIG = 1 << 64
 
 
 def encode(value, _type=type, _isfinite=math.isfinite):
     """Turn a plain Python value into a JSON-compatible tree (see module docstring)."""
     t = _type(value)
+    if t is int and not -_BIG < value < _BIG:
+        return {"i": hex(value)}  # power-of-two bases escape the int/str digit limit
     if value is None or t is bool or t is int or t is str:
         return value
     if t is float:
@@ -36,11 +40,18 @@ def encode(value, _type=type, _isfinite=math.isfinite):
 
 
 def decode(tree):
-    """Inverse of `encode`; unknown tags and unhashable keys decode to a `Bad` marker."""
+    """Inverse of `encode`; unknown tags, unhashable keys and absurd nesting decode to `Bad`."""
+    try:
+        return _decode(tree)
+    except RecursionError:
+        return Bad("too deep")
+
+
+def _decode(tree):
     if tree is None or type(tree) in (bool, int, float, str):
         return tree
     if type(tree) is list:
-        return [decode(v) for v in tree]
+        return [_decode(v) for v in tree]
     if type(tree) is dict and len(tree) == 1:
         (tag, body), = tree.items()
         try:
@@ -53,12 +64,14 @@ def decode(tree):
 def _decode_tagged(tag, body):
     if tag == "f":
         return _FINITE[body]
+    if tag == "i":
+        return int(body, 16)
     if tag == "t":
-        return tuple(decode(v) for v in body)
+        return tuple(_decode(v) for v in body)
     if tag == "d":
-        return {decode(k): decode(v) for k, v in body}
+        return {_decode(k): _decode(v) for k, v in body}
     if tag == "s":
-        return set(decode(v) for v in body)
+        return set(_decode(v) for v in body)
     if tag == "b":
         return bytes.fromhex(body)
     if tag == "bad":
@@ -93,5 +106,11 @@ def _no_constant(name):
 
 
 def loads(text):
-    """Strict JSON: NaN/Infinity literals are rejected, so only `encode`d floats are non-finite."""
-    return json.loads(text, parse_constant=_no_constant)
+    """Strict JSON: NaN/Infinity literals are rejected, so only `encode`d floats are non-finite.
+
+    Every failure, absurd nesting included, is a ValueError.
+    """
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None

@@ -115,7 +115,7 @@ class Zygote:
             self.proc.stdin.flush()
             reply, stopped = self._read_line(deadline), False
             while reply is not None and "ev" in reply:
-                if not stopped and on_event(reply["ev"]):
+                if not stopped and _wants_stop(on_event, reply["ev"]):
                     self.proc.stdin.write(b"stop\n")
                     self.proc.stdin.flush()
                     stopped = True
@@ -146,6 +146,15 @@ class Zygote:
             self.workdir = None
         cgroup.remove(self.cgroups)
         self.cgroups = []
+
+
+def _wants_stop(on_event: Callable[[str], bool], line: str) -> bool:
+    """The caller's verdict on a streamed line; a failing callback stops the job, never the pool."""
+    try:
+        return bool(on_event(line))
+    except Exception:
+        log.exception("sandbox event callback failed; stopping the job")
+        return True
 
 
 def _stage_inside_files(run_uid: int | None) -> str:
