@@ -1,12 +1,13 @@
 """The zygote pool: respawn after death or a hang, recycling, futures, tier reporting."""
 
+import importlib
 import os
 import signal
 import time
 
 import pytest
 
-from rlvr.verifiers.sandbox import SandboxPool, probe
+from rlvr.verifiers.sandbox import SandboxPool, SandboxUnavailable, probe
 
 JOB = {"code": "def f(x):\n    return x + 1\n", "entry": "f", "args": [[41]]}
 
@@ -91,3 +92,18 @@ def test_root_confines_each_zygote_tree_in_a_memory_cgroup(tier):
             assert "oom_kill 0" not in (mem / "memory.events").read_text()
         assert answer(pool.run("call", JOB)) == '["case",0,["ok",42]]'
     assert not any(d.exists() for d in dirs)
+
+
+def test_probe_falls_back_to_landlock_when_namespaces_are_refused(monkeypatch, tier):
+    probe_mod = importlib.import_module("rlvr.verifiers.sandbox.probe")
+    monkeypatch.setattr(probe_mod, "find_bwrap", lambda: "/bin/false")
+    caps = probe_mod._probe(None)
+    if probe_mod.landlock_abi() < 1:
+        assert caps.tier == "rlimits"
+    else:
+        assert caps.tier == "landlock" and caps.reason.startswith("bwrap: ")
+    monkeypatch.setattr(probe_mod, "landlock_abi", lambda: 0)
+    assert probe_mod._probe(None).tier == "rlimits"
+    monkeypatch.setattr(probe_mod, "_CACHE", {})
+    with pytest.raises(SandboxUnavailable, match="no isolation"):
+        SandboxPool(1, tier=None)
