@@ -1,10 +1,21 @@
 """In-process sampling with a Hugging Face causal LM: a batched KV-cache decode loop.
 
 Why not `model.generate`: per token it runs a stack of logits processors and stopping criteria and
-returns no per-token log-probs without recomputing scores; this loop does one model call per token
-for the whole batch, samples with a seeded generator, and records the sampling log-prob (under
-softmax(logits / temperature), before top-p truncation — the same quantity the trainer recomputes)
-and the finish reason. The engine shares the policy module, so `load_weights` is a no-op.
+returns no per-token log-probs without recomputing scores. This engine samples all n completions of
+a chunk of prompts together, with a seeded generator, and records for every token the sampling
+log-prob (under softmax(logits / temperature), before top-p truncation — the quantity the trainer
+recomputes) and the finish reason. Each prompt is encoded once and its keys/values are shared by
+its n samples; finished rows are dropped from the batch as it shrinks.
+
+Llama-family models (`llama_decode.supports`) decode through `LlamaDecoder`, a fused forward with a
+static KV cache and no per-token framework overhead; any other causal LM decodes through its own
+`forward` with the model's cache. With `autocast_bf16` the matrices run in bfloat16 (float32
+residual stream), matching training under `model.autocast_bf16`.
+
+Guaranteed: the same seed and the same weights give the same samples, bit for bit, on the same
+machine and thread count. Not guaranteed: the same samples as `model.generate` for a given seed
+(the random streams differ), or across engines. The engine shares the policy module, so
+`load_weights` is a no-op.
 """
 
 from __future__ import annotations
@@ -15,6 +26,7 @@ from typing import Sequence
 import torch
 
 from rlvr.policy import encode_prompt, left_pad, positions
+from rlvr.rollout import llama_decode
 from rlvr.rollout.base import SamplingParams
 from rlvr.types import Completion, Group, Problem
 
@@ -27,19 +39,65 @@ def _top_p_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
     return torch.empty_like(logits).scatter_(-1, order, sorted_logits)
 
 
+def sample_next(logits: torch.Tensor, params: SamplingParams, gen: torch.Generator):
+    """(token [B], its log-prob under softmax(logits / T) [B]) for float32 logits [B, V]."""
+    if params.greedy:
+        nxt = logits.argmax(dim=-1)
+        return nxt, torch.log_softmax(logits, dim=-1).gather(-1, nxt[:, None]).squeeze(-1)
+    scaled = logits / params.temperature if params.temperature != 1.0 else logits
+    logp = torch.log_softmax(scaled, dim=-1)
+    probs = torch.softmax(_top_p_filter(scaled, params.top_p), -1) if params.top_p < 1.0 else logp.exp()
+    nxt = torch.multinomial(probs, 1, generator=gen).squeeze(-1)
+    return nxt, logp.gather(-1, nxt[:, None]).squeeze(-1)
+
+
+class _Samples:
+    """Per-row tokens, log-probs and finish state while a batch decodes (rows never move here)."""
+
+    def __init__(self, rows: int, max_new: int, pad_id: int, eos_ids: set[int]):
+        self.tokens = torch.full((rows, max_new), pad_id, dtype=torch.long)
+        self.logps = torch.zeros((rows, max_new))
+        self.done = torch.zeros(rows, dtype=torch.bool)
+        self.lengths = torch.full((rows,), max_new, dtype=torch.long)
+        self.eos = torch.tensor(sorted(eos_ids), dtype=torch.long)
+        self.pad_id = pad_id
+
+    def record(self, live: torch.Tensor, t: int, nxt: torch.Tensor, lp: torch.Tensor):
+        """Store token t of rows `live`; returns (tokens to feed back, done flags of `live`)."""
+        done = self.done[live]
+        nxt = torch.where(done, torch.full_like(nxt, self.pad_id), nxt)
+        self.tokens[live, t], self.logps[live, t] = nxt, lp
+        hit = torch.isin(nxt, self.eos) & ~done
+        self.lengths[live[hit]] = t + 1
+        done = done | hit
+        self.done[live] = done
+        return nxt, done
+
+    def rows(self) -> list[tuple[list[int], list[float], str]]:
+        out = []
+        for i in range(self.tokens.shape[0]):
+            n_tok = int(self.lengths[i])
+            reason = "stop" if bool(self.done[i]) else "length"
+            out.append((self.tokens[i, :n_tok].tolist(), self.logps[i, :n_tok].tolist(), reason))
+        return out
+
+
 class HFEngine:
     """Rollout engine over an in-memory `PreTrainedModel` (shared with the trainer)."""
 
-    def __init__(self, model, tokenizer, use_chat_template: bool = True, max_batch: int = 256):
+    def __init__(self, model, tokenizer, use_chat_template: bool = True, max_batch: int = 256,
+                 autocast_bf16: bool = False):
         self.model, self.tokenizer = model, tokenizer
         self.use_chat_template = use_chat_template
         self.max_batch = max_batch
+        self.autocast_bf16 = autocast_bf16
         self.eos_ids = {tokenizer.eos_token_id} | set(_as_list(model.generation_config.eos_token_id))
         self.eos_ids.discard(None)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         # transformers 5.x renamed `past_key_values` to `cache`; older releases know only the former.
         params = inspect.signature(model.forward).parameters
         self.cache_kw = "cache" if "cache" in params else "past_key_values"
+        self._decode = self._decode_fused if llama_decode.supports(model) else self._decode_model
 
     def load_weights(self, policy) -> None:
         return None
@@ -47,73 +105,74 @@ class HFEngine:
     def generate(self, problems: Sequence[Problem], n: int, params: SamplingParams,
                  seed: int) -> list[Group]:
         prompts = [encode_prompt(self.tokenizer, p, self.use_chat_template) for p in problems]
-        flat = [ids for ids in prompts for _ in range(n)]
         gen = torch.Generator().manual_seed(seed)
+        per_chunk = max(1, self.max_batch // n)
         rows: list[tuple[list[int], list[float], str]] = []
-        for start in range(0, len(flat), self.max_batch):
-            rows.extend(self._decode(flat[start:start + self.max_batch], params, gen))
-        groups = []
-        for i, problem in enumerate(problems):
-            completions = [self._completion(*rows[i * n + j]) for j in range(n)]
-            groups.append(Group(problem, prompts[i], completions))
-        return groups
-
-    def _completion(self, tokens: list[int], logprobs: list[float], reason: str) -> Completion:
-        text_tokens = tokens[:-1] if reason == "stop" else tokens
-        text = self.tokenizer.decode(text_tokens, skip_special_tokens=True)
-        return Completion(text, tokens, logprobs, reason)
-
-    @torch.inference_mode()
-    def _decode(self, prompts: list[list[int]], params: SamplingParams, gen: torch.Generator):
         was_training = self.model.training
         self.model.eval()
-        ids, mask = left_pad(prompts, self.pad_id)
-        pos = positions(mask)
-        out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
-                         logits_to_keep=1)
-        past, logits = out.past_key_values, out.logits[:, -1, :]
-        batch = ids.shape[0]
-        tokens = torch.full((batch, params.max_new_tokens), self.pad_id, dtype=torch.long)
-        logps = torch.zeros((batch, params.max_new_tokens))
-        done = torch.zeros(batch, dtype=torch.bool)
-        lengths = torch.full((batch,), params.max_new_tokens, dtype=torch.long)
-        eos = torch.tensor(sorted(self.eos_ids), dtype=torch.long)
-        next_pos = pos[:, -1:] + 1
-        for t in range(params.max_new_tokens):
-            nxt, lp = self._sample(logits, params, gen)
-            nxt = torch.where(done, torch.full_like(nxt, self.pad_id), nxt)
-            tokens[:, t], logps[:, t] = nxt, lp
-            hit = torch.isin(nxt, eos) & ~done
-            lengths[hit] = t + 1
-            done |= hit
-            if bool(done.all()) or t + 1 == params.max_new_tokens:
-                break
-            mask = torch.cat([mask, torch.ones((batch, 1), dtype=mask.dtype)], dim=1)
-            out = self.model(input_ids=nxt[:, None], attention_mask=mask, position_ids=next_pos,
-                             use_cache=True, **{self.cache_kw: past})
-            past, logits = out.past_key_values, out.logits[:, -1, :]
-            next_pos = next_pos + 1
-        if was_training:
-            self.model.train()
-        rows = []
-        for i in range(batch):
-            n_tok = int(lengths[i])
-            reason = "stop" if bool(done[i]) else "length"
-            rows.append((tokens[i, :n_tok].tolist(), logps[i, :n_tok].tolist(), reason))
-        return rows
+        try:
+            for start in range(0, len(prompts), per_chunk):
+                rows.extend(self._decode(prompts[start:start + per_chunk], n, params, gen))
+        finally:
+            self.model.train(was_training)
+        texts = self.tokenizer.batch_decode(
+            [tokens[:-1] if reason == "stop" else tokens for tokens, _, reason in rows],
+            skip_special_tokens=True)
+        completions = [Completion(text, *row) for text, row in zip(texts, rows)]
+        return [Group(p, prompts[i], completions[i * n:(i + 1) * n]) for i, p in enumerate(problems)]
 
-    @staticmethod
-    def _sample(logits: torch.Tensor, params: SamplingParams, gen: torch.Generator):
-        logits = logits.float()
-        if params.greedy:
-            logp = torch.log_softmax(logits, dim=-1)
-            nxt = logits.argmax(dim=-1)
-            return nxt, logp.gather(-1, nxt[:, None]).squeeze(-1)
-        scaled = logits / params.temperature
-        logp = torch.log_softmax(scaled, dim=-1)
-        probs_src = _top_p_filter(scaled, params.top_p) if params.top_p < 1.0 else scaled
-        nxt = torch.multinomial(torch.softmax(probs_src, dim=-1), 1, generator=gen).squeeze(-1)
-        return nxt, logp.gather(-1, nxt[:, None]).squeeze(-1)
+    @torch.inference_mode()
+    def _decode_fused(self, prompts: list[list[int]], n: int, params: SamplingParams,
+                      gen: torch.Generator) -> list[tuple[list[int], list[float], str]]:
+        dec = llama_decode.LlamaDecoder(self.model, torch.bfloat16 if self.autocast_bf16 else torch.float32)
+        ids, mask = left_pad(prompts, self.pad_id)                      # [P, Tp]
+        tp, max_new, rows = ids.shape[1], params.max_new_tokens, ids.shape[0] * n
+        dec.allocate(rows, tp + max_new)
+        pos = positions(mask)                                           # [P, Tp]
+        cos, sin = dec.rope_table(int(pos.max()) + max_new + 1)         # [S, D]
+        # a left-padding query attends to itself only, so no attention row is empty (NaN)
+        attn = (torch.ones(tp, tp, dtype=torch.bool).tril() & mask.bool()[:, None, None, :]) \
+            | torch.eye(tp, dtype=torch.bool)                           # [P, 1, Tp, Tp]
+        logits = dec.forward(ids, cos[pos][:, None], sin[pos][:, None], 0, attn, repeat=n)
+        keymask = torch.cat([mask.bool().repeat_interleave(n, 0),
+                             torch.ones((rows, max_new), dtype=torch.bool)], dim=1)
+        next_pos = pos[:, -1].repeat_interleave(n) + 1                  # [B]
+        samples = _Samples(rows, max_new, self.pad_id, self.eos_ids)
+        live = torch.arange(rows)
+        for t in range(max_new):
+            nxt, done = samples.record(live, t, *sample_next(logits, params, gen))
+            if bool(done.all()) or t + 1 == max_new:
+                break
+            if 4 * int(done.sum()) >= len(live):   # compact: finished rows cost a full row each
+                keep = torch.nonzero(~done).squeeze(-1)
+                live, nxt, keymask, next_pos = live[keep], nxt[keep], keymask[keep], next_pos[keep]
+                dec.keep_rows(keep)
+            logits = dec.forward(nxt[:, None], cos[next_pos][:, None, None], sin[next_pos][:, None, None],
+                                 tp + t, keymask[:, None, None, :tp + t + 1])
+            next_pos = next_pos + 1
+        return samples.rows()
+
+    @torch.inference_mode()
+    def _decode_model(self, prompts: list[list[int]], n: int, params: SamplingParams,
+                      gen: torch.Generator) -> list[tuple[list[int], list[float], str]]:
+        ids, mask = left_pad([p for p in prompts for _ in range(n)], self.pad_id)
+        pos = positions(mask)
+        rows, max_new = ids.shape[0], params.max_new_tokens
+        samples = _Samples(rows, max_new, self.pad_id, self.eos_ids)
+        live = torch.arange(rows)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.autocast_bf16):
+            out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
+                             logits_to_keep=1)
+            next_pos = pos[:, -1:] + 1
+            for t in range(max_new):
+                nxt, done = samples.record(live, t, *sample_next(out.logits[:, -1].float(), params, gen))
+                if bool(done.all()) or t + 1 == max_new:
+                    break
+                mask = torch.cat([mask, torch.ones((rows, 1), dtype=mask.dtype)], dim=1)
+                out = self.model(input_ids=nxt[:, None], attention_mask=mask, position_ids=next_pos,
+                                 use_cache=True, **{self.cache_kw: out.past_key_values})
+                next_pos = next_pos + 1
+        return samples.rows()
 
 
 def _as_list(x) -> list:

@@ -1,0 +1,76 @@
+"""build_batch and update_policy: layout, the zero-advantage skip, μ = 1 log-prob reuse."""
+
+import copy
+
+import pytest
+import torch
+
+from rlvr.algo.kl import kl_k3
+from rlvr.algo.losses import token_mean
+from rlvr.tasks.tiny_model import build_model
+from rlvr.types import Completion, Group, Problem
+from rlvr.update import LossSpec, build_batch, update_policy
+
+torch.set_num_threads(1)
+
+SPEC = LossSpec(kl_fn=kl_k3, agg_fn=token_mean, agg_counts_tokens=True, eps_low=0.2, eps_high=0.2,
+                dual_clip=0.0, beta=0.0, entropy_coef=0.0, temperature=1.0)
+
+
+def _group(prompt, completions):
+    comps = [Completion("", toks, [-1.0] * len(toks), "stop") for toks in completions]
+    return Group(Problem(id=str(prompt), prompt=""), prompt, comps)
+
+
+def test_build_batch_pads_prompts_left_and_completions_right():
+    groups = [_group([1, 5], [[7, 2], [8]]), _group([1, 6, 9], [[9, 9, 2], []])]
+    batch = build_batch(groups, torch.tensor([[0.5, -0.5], [1.0, 0.0]]), pad_id=0)
+    assert batch.prompt_ids.tolist() == [[0, 1, 5], [0, 1, 5], [1, 6, 9], [1, 6, 9]]
+    assert batch.prompt_mask.tolist() == [[0, 1, 1], [0, 1, 1], [1, 1, 1], [1, 1, 1]]
+    assert batch.completion_ids.tolist() == [[7, 2, 0], [8, 0, 0], [9, 9, 2], [0, 0, 0]]
+    assert batch.completion_mask.tolist() == [[1, 1, 0], [1, 0, 0], [1, 1, 1], [0, 0, 0]]
+    assert batch.advantages.tolist() == [0.5, -0.5, 1.0, 0.0]
+    assert batch.sampling_logp.tolist() == [[-1, -1, 0], [-1, 0, 0], [-1, -1, -1], [0, 0, 0]]
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    model, _ = build_model(seed=1, hidden=32, layers=2, heads=4, mlp=64)
+    return model
+
+
+def _batch(advantages):
+    groups = [_group([1, 5, 6], [[7, 8, 2], [9, 2], [7, 7, 7, 2]]),
+              _group([1, 9], [[5, 2], [6, 6, 2], [2]])]
+    return build_batch(groups, torch.tensor(advantages), pad_id=0)
+
+
+def _sgd_delta(model, batch, **kw):
+    """Parameter change under SGD(lr=1) without clipping, i.e. minus the gradient."""
+    model = copy.deepcopy(model)
+    before = [p.detach().clone() for p in model.parameters()]
+    opt = torch.optim.SGD(model.parameters(), lr=1.0)
+    stats = update_policy(model, opt, batch, SPEC, grad_clip=0.0, **kw)
+    return [p.detach() - b for p, b in zip(model.parameters(), before)], stats
+
+
+def test_zero_advantage_skip_gives_the_full_batch_gradient(tiny):
+    batch = _batch([[1.0, 0.0, -1.0], [0.0, 0.0, 0.0]])   # 4 of 6 sequences contribute nothing
+    skipped, s1 = _sgd_delta(tiny, batch, skip_zero_advantage=True)
+    full, s2 = _sgd_delta(tiny, batch, skip_zero_advantage=False)
+    assert s1["active_fraction"] == pytest.approx(2 / 6) and s2["active_fraction"] == 1.0
+    for a, b in zip(skipped, full):
+        torch.testing.assert_close(a, b, atol=1e-7, rtol=1e-5)
+    assert any(float(d.abs().max()) > 0 for d in skipped)
+
+
+def test_all_zero_advantages_take_no_optimizer_step(tiny):
+    deltas, stats = _sgd_delta(tiny, _batch([[0.0] * 3, [0.0] * 3]))
+    assert stats["optimizer_steps"] == 0.0
+    assert all(float(d.abs().max()) == 0.0 for d in deltas)
+
+
+def test_single_pass_reuses_current_logprobs_as_old(tiny):
+    _, stats = _sgd_delta(tiny, _batch([[1.0, 0.0, -1.0], [0.5, -0.5, 0.0]]))
+    assert stats["ratio/mean"] == 1.0 and stats["ratio/min"] == 1.0 and stats["ratio/max"] == 1.0
+    assert stats["clip_ratio/region_mean"] == 0.0 and stats["optimizer_steps"] == 1.0
