@@ -130,7 +130,8 @@ def evaluate_all(engine, problems, verifiers, opts: EvalOptions, args) -> dict:
     result = {"model": str(args.model), "data": args.data or f"builtin:arithmetic/{args.digits}"
               f"{args.ops}", "n_problems": len(problems), "seed": args.seed,
               "max_new_tokens": args.max_new_tokens, "temperature": args.temperature,
-              **{k: v for k, v in asdict(opts).items() if k != "ks"}, "k": list(opts.ks)}
+              **{k: v for k, v in asdict(opts).items() if k not in ("ks", "samples")},
+              "k": list(opts.ks), "n_samples": opts.samples}
     result["greedy_accuracy"] = greedy_accuracy(engine, problems, verifiers,
                                                 args.max_new_tokens)["eval/accuracy"]
     result.update(sampled_metrics(groups, opts.ks, args.seed))

@@ -10,13 +10,14 @@ exactly what separate greedy runs would give (greedy decoding of a prefix does n
 length limit).
 
 Guaranteed: every function is deterministic given `seed` and the weights; `mean_tokens` counts
-every generated token (thinking + marker + forced answer). Not guaranteed: that the continuation
-method exists on engines other than `HFEngine` (budget forcing needs to decode from token ids).
+every generated token (thinking + marker + forced answer, EOS included). Not guaranteed: budget
+forcing on engines without an in-process Hugging Face `model` (forced answers decode from token ids
+with that model); the thinking itself comes from the engine's own `generate`.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 from rlvr.errors import UserError
 from rlvr.evaluate import sampled_metrics, score_groups
@@ -72,41 +73,96 @@ def _forced_prompts(groups: Sequence[Group], budget: int, marker: list[int]):
     return out
 
 
-def _continue(engine, prompts: list[list[int]], answer_tokens: int, seed: int) -> list[list[int]]:
-    """Greedy continuations of raw token-id prompts, end-of-sequence token dropped."""
+def greedy_continuations(engine, prompts: list[list[int]], max_new_tokens: int,
+                         batch: int = 64) -> list[list[int]]:
+    """Greedy continuations of raw token-id prompts (end-of-sequence token dropped), decoded with
+    the engine's model and its KV cache. Written here rather than in the engine because only
+    budget forcing needs to resume from token ids; it needs `engine.model` and `engine.tokenizer`.
+    """
     import torch
 
-    if not hasattr(engine, "_decode"):
-        raise UserError(f"budget forcing needs an engine that decodes from token ids; "
-                        f"{type(engine).__name__} cannot (use the hf engine)")
-    params = SamplingParams(max_new_tokens=answer_tokens, greedy=True)
-    gen = torch.Generator().manual_seed(seed)
-    rows = []
-    for start in range(0, len(prompts), engine.max_batch):
-        rows.extend(engine._decode(prompts[start:start + engine.max_batch], params, gen))
-    return [tokens[:-1] if reason == "stop" else tokens for tokens, _, reason in rows]
+    model, tok = engine.model, engine.tokenizer
+    eos = {tok.eos_token_id} | set(_as_list(model.generation_config.eos_token_id))
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.inference_mode():
+            return [ids for start in range(0, len(prompts), batch)
+                    for ids in _greedy(model, prompts[start:start + batch], max_new_tokens, pad, eos)]
+    finally:
+        model.train(was_training)
 
 
-def force_answers(engine, groups: Sequence[Group], budget: int, marker: list[int],
-                  answer_tokens: int, seed: int = 0) -> list[Group]:
-    """New single-completion groups: each thinking cut at `budget` tokens, then made to answer."""
+def _greedy(model, prompts: list[list[int]], max_new: int, pad: int, eos: set) -> list[list[int]]:
+    import inspect
+
+    import torch
+
+    from rlvr.policy import left_pad, positions
+
+    # transformers 5.x renamed `past_key_values` to `cache`; older releases know only the former.
+    cache_kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    ids, mask = left_pad(prompts, pad)                                   # [B, T]
+    pos = positions(mask)
+    out = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1)
+    eos_t = torch.tensor(sorted(e for e in eos if e is not None), dtype=torch.long)
+    tokens, done = [], torch.zeros(len(prompts), dtype=torch.bool)
+    for t in range(max_new):
+        nxt = out.logits[:, -1].argmax(-1)                               # [B]
+        tokens.append(torch.where(done, torch.full_like(nxt, pad), nxt))
+        done |= torch.isin(nxt, eos_t)
+        if bool(done.all()) or t + 1 == max_new:
+            break
+        mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+        out = model(input_ids=nxt[:, None], attention_mask=mask, position_ids=pos[:, -1:] + 1 + t,
+                    use_cache=True, **{cache_kw: out.past_key_values})
+    rows = torch.stack(tokens, dim=1).tolist() if tokens else [[] for _ in prompts]
+    return [_until_eos(row, eos) for row in rows]
+
+
+def _until_eos(row: list[int], eos: set) -> list[int]:
+    for i, token in enumerate(row):
+        if token in eos:
+            return row[:i]
+    return row
+
+
+def _as_list(x) -> list:
+    if x is None:
+        return []
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+Continue = Callable[[list[list[int]], int], list[list[int]]]
+
+
+def force_answers(tokenizer, groups: Sequence[Group], budget: int, marker: list[int],
+                  answer_tokens: int, cont: Continue) -> list[Group]:
+    """New single-completion groups: each thinking cut at `budget` tokens, then made to answer.
+
+    `cont(prompts, max_new_tokens)` returns the greedy answer ids for each token-id prompt."""
     prompts = _forced_prompts(groups, budget, marker)
     todo = [p for p in prompts if p is not None]
-    answers = iter(_continue(engine, todo, answer_tokens, seed) if todo else [])
+    answers = iter(cont(todo, answer_tokens) if todo else [])
     out = []
     for g, prompt in zip(groups, prompts):
         c = g.completions[0]
         if prompt is not None:
             ids = c.token_ids[:budget] + marker + next(answers)
-            text = engine.tokenizer.decode(ids, skip_special_tokens=True)
+            text = tokenizer.decode(ids, skip_special_tokens=True)
             c = Completion(text, ids, [], "forced")
         out.append(Group(g.problem, g.prompt_ids, [c]))
     return out
 
 
 def budget_curve(engine, problems: Sequence[Problem], verifiers: dict, budgets: Sequence[int],
-                 marker: str, answer_tokens: int = 8, seed: int = 0) -> list[dict[str, float]]:
-    """Accuracy vs thinking-token budget: [{budget, accuracy, mean_tokens, forced_fraction}]."""
+                 marker: str, answer_tokens: int = 8, seed: int = 0,
+                 cont: Continue | None = None) -> list[dict[str, float]]:
+    """Accuracy vs thinking-token budget: [{budget, accuracy, mean_tokens, forced_fraction}].
+
+    `cont` continues token-id prompts greedily (default: `greedy_continuations` on the engine)."""
+    cont = cont or (lambda prompts, max_new: greedy_continuations(engine, prompts, max_new))
     if not budgets or min(budgets) < 0:
         raise ValueError(f"budgets must be non-negative integers, got {list(budgets)}")
     marker_tok = marker_ids(engine.tokenizer, marker)
@@ -114,7 +170,7 @@ def budget_curve(engine, problems: Sequence[Problem], verifiers: dict, budgets: 
     thoughts = engine.generate(list(problems), 1, params, seed)
     curve = []
     for budget in sorted(set(budgets)):
-        groups = force_answers(engine, thoughts, budget, marker_tok, answer_tokens, seed)
+        groups = force_answers(engine.tokenizer, thoughts, budget, marker_tok, answer_tokens, cont)
         score_groups(groups, verifiers)
         done = [g.completions[0] for g in groups]
         curve.append({"budget": budget,

@@ -49,19 +49,24 @@ def budget_plot(curve: Sequence[dict]) -> bytes:
     return _png(fig)
 
 
-def _metric_keys(rows: Sequence[dict]) -> list[str]:
-    keys = [k for k in rows[0] if "@" in k]
-    return sorted(keys, key=lambda k: (k.split("@")[0], int(k.split("@")[1])))
+def _ks(rows: Sequence[dict], metric: str) -> list[int]:
+    return sorted(int(key.split("@")[1]) for key in rows[0] if key.startswith(metric + "@"))
 
 
 def temperature_plot(sweep: Sequence[dict]) -> bytes:
-    """pass@k, maj@k and mean@k against sampling temperature."""
+    """pass@k (solid) and maj@k (dashed) against temperature, one colour per k. mean@k is left out:
+    in expectation it equals pass@1, so it would only draw over that line; maj@1 is pass@1 too."""
     fig, ax = _axes("Temperature sweep", "temperature")
     xs = [row["temperature"] for row in sweep]
-    for key in _metric_keys(sweep):
-        style = {"pass": "-", "maj": "--", "mean": ":"}.get(key.split("@")[0], "-")
-        ax.plot(xs, [row[key] for row in sweep], linestyle=style, marker="o", label=key)
-    ax.legend(fontsize=8, ncol=3, loc="best")
+    ks = _ks(sweep, "pass")
+    colours = {k: f"C{i}" for i, k in enumerate(ks)}
+    for metric, style in (("pass", "-"), ("maj", "--")):
+        for k in _ks(sweep, metric):
+            if metric == "maj" and k == 1:
+                continue
+            ax.plot(xs, [row[f"{metric}@{k}"] for row in sweep], linestyle=style, marker="o",
+                    color=colours.get(k), label=f"{metric}@{k}")
+    ax.legend(fontsize=8, ncol=2, loc="best")
     return _png(fig)
 
 

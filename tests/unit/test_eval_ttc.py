@@ -1,4 +1,4 @@
-"""Budget forcing and ttc_metrics against scripted engines, with hand-computed curves."""
+"""Budget forcing, greedy continuation and ttc_metrics, with hand-computed values."""
 
 import pytest
 
@@ -20,10 +20,8 @@ def _ids(text: str) -> list[int]:
 
 
 class TraceEngine:
-    """Thinks with the reasoner's exact trace. Made to answer early, it gets the sum right iff it
-    has written at least two column blocks (two '|'), else it says 0."""
-
-    max_batch = 2  # forces the continuation to run in several batches
+    """Thinks with the reasoner's exact trace. Made to answer early (`answer`), it gets the sum
+    right iff it has written at least two column blocks (two '|'), else it says 0."""
 
     def __init__(self):
         self.tokenizer, self.generate_calls, self.decoded = TOK, 0, []
@@ -40,17 +38,16 @@ class TraceEngine:
             groups.append(Group(p, TOK(p.prompt)["input_ids"], [Completion(text, cut, [], reason)]))
         return groups
 
-    def _decode(self, prompts, params, gen):
-        assert params.greedy and len(prompts) <= self.max_batch
-        rows = []
+    def answer(self, prompts, max_new_tokens):
+        assert max_new_tokens == 8
+        out = []
         for ids in prompts:
             text = TOK.decode(ids, skip_special_tokens=True)
             self.decoded.append(text)
             question, thought = text.split("=", 1)
             a, b = question.split("+")
-            answer = str(int(a) + int(b)) if thought.count("|") >= 2 else "0"
-            rows.append((_ids(answer) + [EOS], [], "stop"))
-        return rows
+            out.append(_ids(str(int(a) + int(b)) if thought.count("|") >= 2 else "0"))
+        return out
 
 
 # traces: "7+5+0=12|4+8+1=13|3+2+1=06|>632" (31 chars) and "9+1+0=10|9+0+1=10|9+0+1=10|>1000" (32)
@@ -59,7 +56,8 @@ PROBLEMS = [make_problem(347, 285, "+"), make_problem(999, 1, "+"), make_problem
 
 def test_budget_curve_hand_values():
     engine = TraceEngine()
-    curve = budget_curve(engine, PROBLEMS, VERIFIERS, [40, 0, 10, 20], ">", answer_tokens=8)
+    curve = budget_curve(engine, PROBLEMS, VERIFIERS, [40, 0, 10, 20], ">", answer_tokens=8,
+                         cont=engine.answer)
     assert engine.generate_calls == 1                     # thinking generated once, at budget 40
     assert [r["budget"] for r in curve] == [0, 10, 20, 40]
     assert [r["accuracy"] for r in curve] == [0.0, 0.0, 1.0, 1.0]
@@ -116,3 +114,24 @@ def test_temperature_sweep_one_row_per_temperature():
     # votes right: a mixed pair is a tie, and ties go to the earlier (wrong) sample.
     assert rows[0]["temperature"] == 0.5 and rows[0]["pass@2"] == pytest.approx(5 / 6)
     assert rows[0]["maj@2"] == pytest.approx(1 / 6)
+
+
+def test_greedy_continuations_match_the_engines_greedy_decode():
+    """Resuming from prompt + the first 3 greedy tokens must reproduce the rest of greedy decoding
+    (same model, same cache path), with EOS dropped and batches of uneven prompt lengths."""
+    import torch
+
+    from rlvr.rollout.hf import HFEngine
+    from rlvr.tasks.tiny_model import build_model
+    from rlvr.ttc import greedy_continuations
+
+    torch.set_num_threads(1)
+    model, tok = build_model(seed=3)
+    engine = HFEngine(model, tok)
+    groups = engine.generate(PROBLEMS[:2] + [make_problem(5, 7, "+")], 1,
+                             SamplingParams(max_new_tokens=10, greedy=True), seed=0)
+    prompts = [g.prompt_ids + g.completions[0].token_ids[:3] for g in groups]
+    rest = greedy_continuations(engine, prompts, 7, batch=2)
+    for g, tail in zip(groups, rest):
+        c = g.completions[0]
+        assert tail == [t for t in c.token_ids[3:] if t != tok.eos_token_id]
