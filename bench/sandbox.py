@@ -7,7 +7,7 @@ zygotes; (3) the same through `CodeVerifier.score_batch` with distinct code per 
 hits), i.e. including extraction and grading; (4) the baseline: a bare `subprocess.run` of
 `python3 -I -S -c` per job with as many threads as workers (no isolation at all). On a shared,
 loaded machine wall-clock rates mostly measure the neighbours, so the run also sums the CPU time
-spent per job by the grader, the zygotes (and bwrap) and the jobs themselves: `workers` cores
+spent per job by the grader, the zygotes (and bwrap) and the jobs themselves: the cores in use
 divided by that is the rate the same code reaches on idle cores.
 The last line printed is one JSON object holding `jobs_per_s`.
 """
@@ -47,7 +47,11 @@ def latency(pool: SandboxPool, n: int) -> list[float]:
 
 
 def _cpu_s(pid: int) -> float:
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except FileNotFoundError:  # a job process caught in the listing, gone since
+        return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -108,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
               "p50_ms": round(1000 * statistics.median(lat), 2),
               "p99_ms": round(1000 * percentile(lat, 0.99), 2),
               "cpu_ms_per_job": round(cpu_ms, 2),
-              "cpu_bound_jobs_per_s_on_idle_cores": round(args.workers * 1000 / cpu_ms, 1),
+              "cpu_bound_jobs_per_s_on_idle_cores": round(
+                  min(args.workers, len(os.sched_getaffinity(0))) * 1000 / cpu_ms, 1),
               "verifier_jobs_per_s": round(verified_per_s, 1),
               "bare_subprocess_jobs_per_s": round(bare_per_s, 1),
               "speedup_vs_bare_subprocess": round(jobs_per_s / bare_per_s, 2),
