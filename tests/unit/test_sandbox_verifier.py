@@ -119,3 +119,18 @@ def test_cpu_budget_decides_timeouts_under_a_longer_wall_cap():
         v.close()
     assert spun.flags == ("timeout",) and spun.details["passed"] == 0
     assert slept.reward == 1.0  # 0.9 s of wall time, almost no CPU
+
+
+def test_test_sets_shared_across_problems_run_once_without_deadlock():
+    a = {"entry_point": "sq", "cases": [{"args": [3], "expected": 9}]}
+    b = {"entry_point": "sq", "cases": [{"args": [4], "expected": 16}]}
+    v = CodeVerifier(timeout_s=1.0, workers=1)
+    try:
+        code = fenced("import time\ndef sq(x):\n    time.sleep(0.1)\n    return x * x")
+        probs = [Problem("p", "", a, "code", {"hidden_tests": b}),
+                 Problem("q", "", b, "code", {"hidden_tests": a})] * 2
+        scores = v.score_batch([code] * 4, probs)
+        assert [s.reward for s in scores] == [1.0] * 4
+        assert v.counts["jobs"] == 2 and v.counts["cache_hits"] == 6
+    finally:
+        v.close()

@@ -95,7 +95,18 @@ class CodeVerifier:
             sets = sets[1:]
         runs = [(label, self._run(code, spec)) for label, spec in sets]
         result: Future = Future()
-        runs[-1][1].add_done_callback(lambda _: _finish(result, runs, code, self.reward))
+        pending = [len(runs)]
+        lock = threading.Lock()
+
+        def one_done(_: Future) -> None:
+            # Finish on the last completion, so no callback ever waits on another job.
+            with lock:
+                pending[0] -= 1
+                last = pending[0] == 0
+            if last:
+                _finish(result, runs, code, self.reward)
+        for _, fut in runs:
+            fut.add_done_callback(one_done)
         return result
 
     def close(self) -> None:
