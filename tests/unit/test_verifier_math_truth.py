@@ -19,12 +19,15 @@ COT = ("Let me work through this carefully. First, we set up the equation from t
 # (gold, response) pairs that must be judged correct, by category.
 MATCH = {
     "separators": [
+        ("1000000", "\\boxed{1\\,000\\,000}"), ("1000000", "\\boxed{1 000 000}"), ("5,000", "\\boxed{5000 \\text{ dollars}}"),
         ("1000", "\\boxed{1,000}"), ("1234567", "\\boxed{1,234,567}"), ("1000000", "\\boxed{1{,}000{,}000}"),
         ("12345", "The answer is 12,345."), ("2500", "\\boxed{2\\,500}"), ("1,000", "\\boxed{1000}"),
         ("10000", "$10,000$"), ("3.5", "\\boxed{3.50}"), ("-7", "\\boxed{-7}"), ("0.25", "\\boxed{.25}"),
         ("5", "\\boxed{5.0}"), ("42", "\\boxed{042}"),
     ],
     "units_currency": [
+        ("\\$25", "The total is \\boxed{25} dollars."), ("6\\text{ cm}^2", "\\boxed{6}"), ("90^\\circ", "\\boxed{90}"),
+        ("4.5\\text{ hours}", "\\boxed{4.5}"), ("€30", "\\boxed{30}"), ("£12.50", "\\boxed{12.5}"),
         ("18.90", "\\boxed{\\$18.90}"), ("5", "\\boxed{5\\text{ cm}}"), ("12", "\\boxed{12 \\text{ dollars}}"),
         ("30", "\\boxed{30^\\circ}"), ("45", "\\boxed{45^{\\circ}}"), ("7", "\\boxed{7 \\mbox{ hours}}"),
         ("100", "The answer is $100 meters."), ("2.5", "\\boxed{2.5\\text{ kg}}"), ("9", "\\boxed{9 \\text{ apples}}"),
@@ -32,6 +35,8 @@ MATCH = {
         ("15", "\\boxed{15 \\text{ minutes}}"), ("3", "\\boxed{3 \\text{ days}}"),
     ],
     "fractions": [
+        ("0.75", "\\boxed{\\frac{3}{4}}"), ("\\frac{1}{6}", "\\boxed{0.1\\overline{6}}"), ("-\\frac{1}{2}", "\\boxed{-0.5}"),
+        ("1.5", "\\boxed{\\frac{3}{2}}"),
         ("\\frac{1}{2}", "\\boxed{0.5}"), ("0.5", "\\boxed{\\frac{1}{2}}"), ("\\frac{3}{4}", "\\boxed{3/4}"),
         ("\\frac{2}{4}", "\\boxed{\\frac12}"), ("\\frac{1}{3}", "\\boxed{0.333333}"), ("-\\frac{3}{4}", "\\boxed{-0.75}"),
         ("\\frac{7}{2}", "\\boxed{3.5}"), ("\\dfrac{5}{8}", "\\boxed{\\frac{5}{8}}"), ("\\frac{10}{4}", "\\boxed{\\tfrac{5}{2}}"),
@@ -39,6 +44,9 @@ MATCH = {
         ("1/8", "\\boxed{0.125}"), ("\\frac{9}{4}", "\\boxed{2.25}"),
     ],
     "latex": [
+        ("2\\sqrt{3}", "\\boxed{\\sqrt{12}}"), ("\\sqrt[3]{8}", "\\boxed{2}"), ("\\frac{a+b}{2}", "\\boxed{\\frac{b+a}{2}}"),
+        ("2x+3", "\\boxed{3+2x}"), ("\\frac{1}{x}", "\\boxed{x^{-1}}"), ("\\text{(C)}", "\\boxed{C}"),
+        ("C", "The answer is \\textbf{(C)}."),
         ("\\frac{\\sqrt{3}}{2}", "\\boxed{\\frac{\\sqrt3}{2}}"), ("3\\sqrt{2}", "\\boxed{\\sqrt{18}}"),
         ("2\\pi", "\\boxed{2 \\pi}"), ("\\frac{\\pi}{4}", "\\boxed{\\pi/4}"), ("x^2+2x+1", "\\boxed{(x+1)^2}"),
         ("\\sqrt{2}", "\\boxed{2^{1/2}}"), ("e^{2}", "\\boxed{e^2}"), ("\\frac{1}{\\sqrt{2}}", "\\boxed{\\frac{\\sqrt{2}}{2}}"),
@@ -47,12 +55,16 @@ MATCH = {
         ("\\left(\\frac{1}{2}\\right)", "\\boxed{\\frac{1}{2}}"), ("\\text{Monday}", "\\boxed{\\text{Monday}}"),
     ],
     "sets_intervals": [
+        ("\\{-2, 2\\}", "\\boxed{\\pm 2}"), ("\\pm 2", "\\boxed{2, -2}"), ("[-2, 5)", "\\boxed{[-2,5)}"),
+        ("(-\\infty, -1) \\cup (1, \\infty)", "\\boxed{(-\\infty,-1)\\cup(1,\\infty)}"), ("x \\ge 2", "\\boxed{[2, \\infty)}"),
+        ("(3, -2)", "\\boxed{(3,-2)}"),
         ("\\{1,2,3\\}", "\\boxed{\\{3,2,1\\}}"), ("(0,1)", "\\boxed{(0, 1)}"), ("[0,\\infty)", "\\boxed{[0, \\infty)}"),
         ("(-\\infty,2]", "\\boxed{(-\\infty, 2]}"), ("1, 2", "\\boxed{2, 1}"), ("[1,5]", "\\boxed{[1,5]}"),
         ("(-\\infty, 0) \\cup (1, \\infty)", "\\boxed{(-\\infty,0)\\cup(1,\\infty)}"), ("\\{2\\}", "\\boxed{2}"),
         ("-1, 3", "\\boxed{3, -1}"), ("x \\in [2, 4]", "\\boxed{[2,4]}"),
     ],
     "matrices": [
+        ("\\begin{pmatrix} 3 \\\\ -1 \\end{pmatrix}", "\\boxed{\\begin{pmatrix}3\\\\-1\\end{pmatrix}}"),
         ("\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}", "\\boxed{\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}}"),
         ("\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "\\boxed{\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}}"),
         ("\\begin{bmatrix} 0.5 & 1 \\end{bmatrix}", "\\boxed{\\begin{bmatrix} \\frac{1}{2} & 1 \\end{bmatrix}}"),
@@ -60,15 +72,18 @@ MATCH = {
         ("\\begin{pmatrix} -1 \\\\ 4 \\\\ 2 \\end{pmatrix}", "\\boxed{\\begin{pmatrix}-1\\\\4\\\\2\\end{pmatrix}}"),
     ],
     "equations": [
+        ("y = -x + 4", "\\boxed{y=4-x}"), ("x=2, y=3", "\\boxed{x = 2, y = 3}"),
         ("y=2x+3", "\\boxed{y = 3 + 2x}"), ("x=3", "\\boxed{3}"), ("3", "\\boxed{x = 3}"), ("x = 5", "\\boxed{x=5}"),
         ("y = x^2", "\\boxed{y=x^{2}}"), ("x^2+y^2=1", "\\boxed{y^2 + x^2 = 1}"), ("k=-2", "\\boxed{-2}"),
         ("a = 4", "The answer is $a = 4$."),
     ],
     "percentages": [
+        ("10\\%", "\\boxed{0.1}"),
         ("50\\%", "\\boxed{50\\%}"), ("50", "\\boxed{50\\%}"), ("0.5", "\\boxed{50\\%}"), ("25\\%", "\\boxed{25}"),
         ("12.5\\%", "\\boxed{12.5\\%}"), ("75\\%", "\\boxed{0.75}"), ("20", "\\boxed{20 \\%}"), ("5\\%", "\\boxed{5 percent}"),
     ],
     "cot_boxed": [
+        ("3", COT + "**Final Answer:** 3"), ("12", COT + "\\[\\boxed{12}\\]"), ("8", COT + "$$\\boxed{8}$$"),
         ("18", COT + "So the final count is $21 - 3 = 18$.\n\nTherefore the answer is $\\boxed{18}$."),
         ("\\frac{1}{2}", COT + "Normalising, the probability is one half.\n\n**Final Answer**\n\\[\\boxed{\\dfrac{1}{2}}\\]"),
         ("7", "<think>" + COT + "Maybe 6? No, recount: 7.</think>\nThe answer is \\boxed{7}."),
@@ -83,28 +98,35 @@ MATCH = {
 # (gold, response) pairs that must NOT be judged correct, by category.
 NO_MATCH = {
     "separators": [
+        ("1000000", "\\boxed{100000}"),
         ("1000", "\\boxed{1,001}"), ("1234567", "\\boxed{1,234,568}"), ("100", "\\boxed{1,000}"),
         ("12", "\\boxed{1,2}"), ("3.5", "\\boxed{3.05}"), ("-7", "\\boxed{7}"), ("0.25", "\\boxed{2.5}"),
         ("5", "\\boxed{5.01}"), ("42", "\\boxed{24}"), ("10000", "\\boxed{1000}"),
     ],
     "units_currency": [
+        ("£12.50", "\\boxed{12.05}"),
         ("18.90", "\\boxed{\\$18.09}"), ("5", "\\boxed{50\\text{ cm}}"), ("12", "\\boxed{13 \\text{ dollars}}"),
         ("30", "\\boxed{60^\\circ}"), ("7", "\\boxed{7.5 \\text{ hours}}"), ("20", "\\boxed{\\$2}"),
         ("100", "\\boxed{10 \\text{ meters}}"), ("9", "\\boxed{8 \\text{ apples}}"),
     ],
     "fractions": [
+        ("0.75", "\\boxed{\\frac{4}{3}}"), ("1.5", "\\boxed{1.05}"),
         ("\\frac{1}{2}", "\\boxed{0.45}"), ("\\frac{1}{3}", "\\boxed{0.33}"), ("\\frac{1}{3}", "\\boxed{0.3}"),
         ("\\frac{3}{4}", "\\boxed{4/3}"), ("-\\frac{3}{4}", "\\boxed{0.75}"), ("\\frac{2}{3}", "\\boxed{0.67}"),
         ("\\frac{7}{2}", "\\boxed{\\frac{2}{7}}"), ("3", "\\boxed{3.0000001}"), ("\\frac{5}{8}", "\\boxed{\\frac{5}{9}}"),
         ("1/8", "\\boxed{0.12}"),
     ],
     "latex": [
+        ("2\\sqrt{3}", "\\boxed{\\sqrt{6}}"), ("2x+3", "\\boxed{2x-3}"), ("C", "\\boxed{D}"), ("\\sqrt[3]{8}", "\\boxed{3}"),
+        ("\\frac{\\pi}{2}", "\\boxed{\\pi}"),
         ("\\frac{\\sqrt{3}}{2}", "\\boxed{\\frac{\\sqrt{2}}{2}}"), ("3\\sqrt{2}", "\\boxed{2\\sqrt{3}}"),
         ("2\\pi", "\\boxed{\\pi}"), ("x^2+2x+1", "\\boxed{(x-1)^2}"), ("e^{2}", "\\boxed{2e}"),
         ("2^{10}", "\\boxed{1000}"), ("\\infty", "\\boxed{-\\infty}"), ("3+2i", "\\boxed{3-2i}"),
         ("\\text{Monday}", "\\boxed{\\text{Tuesday}}"), ("\\sqrt{2}", "\\boxed{1.41}"),
     ],
     "sets_intervals": [
+        ("(3, -2)", "\\boxed{(-2,3)}"), ("\\{-2, 2\\}", "\\boxed{2}"), ("[-2, 5)", "\\boxed{(-2,5)}"),
+        ("x \\ge 2", "\\boxed{(2, \\infty)}"),
         ("\\{1,2,3\\}", "\\boxed{\\{1,2\\}}"), ("(0,1)", "\\boxed{[0,1]}"), ("[0,\\infty)", "\\boxed{(0,\\infty)}"),
         ("1, 2", "\\boxed{1, 3}"), ("[1,5]", "\\boxed{[1,5)}"), ("(-\\infty,2]", "\\boxed{(-\\infty,2)}"),
         ("2", "\\boxed{\\{2, 4\\}}"), ("-1, 3", "\\boxed{-1}"),
@@ -116,10 +138,12 @@ NO_MATCH = {
         ("\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "\\boxed{\\begin{pmatrix} 1 & 2 \\end{pmatrix}}"),
     ],
     "equations": [
+        ("y = -x + 4", "\\boxed{y = x + 4}"),
         ("y=2x+3", "\\boxed{y = 3x + 2}"), ("x=3", "\\boxed{4}"), ("3", "\\boxed{x = 4}"), ("4", "\\boxed{3 = 4}"),
         ("y = x^2", "\\boxed{y = x^3}"), ("x^2+y^2=1", "\\boxed{x^2 + y^2 = 2}"),
     ],
     "percentages": [
+        ("10\\%", "\\boxed{0.01}"),
         ("50\\%", "\\boxed{5\\%}"), ("50", "\\boxed{0.05}"), ("0.5", "\\boxed{5\\%}"), ("25\\%", "\\boxed{0.025}"),
         ("12.5\\%", "\\boxed{12\\%}"), ("75\\%", "\\boxed{7.5}"),
     ],

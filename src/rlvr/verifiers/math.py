@@ -30,8 +30,8 @@ from typing import Any, Sequence
 
 from rlvr.types import Problem, Score
 from rlvr.verifiers.math_extract import POLICIES, extract_candidates, split_parts
-from rlvr.verifiers.math_fast import (Number, fast_equal, normalize, numbers_equal,
-                                      same_when_rounded, to_number)
+from rlvr.verifiers.math_fast import (Number, fast_equal, normalize, number_vs_shape,
+                                      numbers_equal, same_when_rounded, to_number)
 from rlvr.verifiers.workers import WorkerPool
 
 _SYMBOLIC = "rlvr.verifiers.math_symbolic"
@@ -106,7 +106,8 @@ class MathVerifier:
         candidates, source = extract_candidates(response, policy)
         if not candidates:
             return _Plan(Score(0.0, False, ("no_answer",), details=_details(t0, source, "none")))
-        answers = _distinct(candidates, single=len(split_parts(ref)) <= 1)
+        single = len(split_parts(ref)) <= 1 and "\\pm" not in ref and "\\mp" not in ref
+        answers = _distinct(candidates, single)
         extracted = " | ".join(answers)
         if len(answers) > 1:
             return _Plan(Score(0.0, False, ("multiple_answers",), extracted,
@@ -117,6 +118,8 @@ class MathVerifier:
         verdict = fast_equal(answer, ref)
         if verdict is None:
             verdict = self._number_vs_value(answer, ref)
+        if verdict is None:
+            verdict = number_vs_shape(answer, ref)
         if verdict is not None:
             return _Plan(Score(float(verdict), verdict, (), answer, _details(t0, source, "fast")))
         cached = self._cache_get((normalize(answer), ref))

@@ -32,6 +32,7 @@ _UNITS = (
 _TRAILING_UNIT = re.compile(rf"(?<=[\d}}.])\s*(?:\\,|\\ |~)?\s*(?:{_UNITS})\.?$", re.IGNORECASE)
 _TEXT_WRAP = re.compile(r"\\(?:text|textbf|mathrm|mathbf|mbox|textnormal|operatorname)\s*\{([^{}]*)\}")
 _TRAILING_TEXT = re.compile(r"(?<=[\d}.])\s*\\(?:text|mbox|mathrm)\s*\{\s*[A-Za-z][A-Za-z .²³/^-]*\}$")
+_TRAILING_WORDS = re.compile(r"(?<=[\d.])\s+[A-Za-z]{3,}(?:\s+[A-Za-z]{3,}){0,2}\.?$")  # "18 stickers"
 _CURRENCY = re.compile(r"^(?:\\\$|\$|€|£|¥|\\euro|USD|US\$|EUR|GBP|Rs\.?)\s*")
 _DEGREES = re.compile(r"\^\s*\{?\\circ\}?|°|\\degree")
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
@@ -51,10 +52,11 @@ class Number(NamedTuple):
 def normalize(answer: str) -> str:
     """Canonical text of an answer: what two spellings of the same answer have in common."""
     s = answer.strip()
-    for old, new in (("\\left", ""), ("\\right", ""), ("\\!", ""), ("\\,", ""), ("\\;", ""),
-                     ("\\ ", ""), ("{,}", ""), ("\\dfrac", "\\frac"), ("\\tfrac", "\\frac"),
-                     ("\\displaystyle", ""), ("−", "-"), ("\\%", "%"), ("\\$", "$")):
+    for old, new in (("\\left", ""), ("\\right", ""), ("\\!", ""), ("\\,", ""), ("\\;", ""), ("{,}", ""),
+                     ("\\dfrac", "\\frac"), ("\\tfrac", "\\frac"), ("\\displaystyle", ""),
+                     ("\\varnothing", "\\emptyset"), ("−", "-"), ("\\%", "%"), ("\\$", "$")):
         s = s.replace(old, new)
+    s = re.sub(r"(?<!\\)\\ ", "", s)  # a LaTeX space, not a matrix row break
     s = _TRAILING_TEXT.sub("", s)
     s = _DEGREES.sub("", s)
     s = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", s)
@@ -69,6 +71,7 @@ def _strip_decorations(s: str) -> str:
         s2 = _TEXT_WRAP.sub(r"\1", s).strip()
         s2 = re.sub(r"^\{(.*)\}$", r"\1", s2).strip()
         s2 = _TRAILING_UNIT.sub("", s2).strip()
+        s2 = _TRAILING_WORDS.sub("", s2).strip()
         s2 = _CURRENCY.sub("", s2)
         if s2 == s:
             break
@@ -81,6 +84,8 @@ def to_number(answer: str) -> Number | None:
     if len(answer) > MAX_DIGITS:
         return None
     s = _strip_decorations(normalize(answer))
+    if re.fullmatch(r"[+-]?\d{1,3}(?: \d{3})+(?:\.\d+)?", s):  # "1 000 000": spaces between groups
+        s = s.replace(" ", "")
     percent = False
     if s.endswith("%"):
         s, percent = s[:-1].strip(), True
@@ -216,3 +221,31 @@ def fast_equal(pred: str, ref: str) -> bool | None:
         if ps is not None and rs is not None:
             return structures_equal(ps, rs)
     return None
+
+
+_ASSIGNMENT = re.compile(r"([A-Za-z])\s*=\s*([^=<>]+)")
+
+
+def number_vs_shape(pred: str, ref: str) -> bool | None:
+    """A plain-number answer against a set, interval, tuple, matrix or `x = number` reference.
+
+    A number equals a one-element set holding it and the right side of `x = number`; it never
+    equals an interval, a tuple, a set of several numbers or a matrix of several entries. None when `ref` is none of these.
+    """
+    number = to_number(pred)
+    if number is None:
+        return None
+    assignment = _ASSIGNMENT.fullmatch(normalize(ref))
+    if assignment:
+        rhs = to_number(assignment.group(2))
+        return numbers_equal(number, rhs) if rhs is not None else None
+    ref_n = normalize(ref)
+    if ref_n.startswith("\\begin{") and ("&" in ref_n or "\\\\" in ref_n):
+        return False  # a matrix or vector of several entries
+    shape = to_structure(ref)
+    if shape is None:
+        return None
+    if shape[0] == "set" and len(shape[1]) == 1:
+        kind, value = shape[1][0]
+        return kind == "num" and numbers_equal(number, Number(value, False, False))
+    return False
