@@ -179,6 +179,18 @@ ADVERSARIAL = [
         "        pass\ndef add(a, b):\n    x = []\n    for _ in range(100000):\n        x = [x]\n"
         "    return x\n")),
     ("huge_int_answer", "add", "def add(a, b):\n    return 10 ** 20000 + a + b\n"),
+    ("check_mode_walk_for_tests", "add_check", (
+        "import gc, sys\ndef _strings(o, depth=0):\n    if isinstance(o, str):\n        yield o\n"
+        "    elif depth < 4 and isinstance(o, dict):\n        for v in list(o.values()):\n"
+        "            yield from _strings(v, depth + 1)\n"
+        "    elif depth < 4 and isinstance(o, (list, tuple)):\n        for v in o:\n"
+        "            yield from _strings(v, depth + 1)\n"
+        "def add(a, b):\n    needle = 'def' + chr(32) + 'check('  # not a constant of this code\n"
+        "    f, roots = sys._getframe(), list(gc.get_objects())\n    while f:\n"
+        "        roots.append(dict(f.f_locals))\n        f = f.f_back\n"
+        "    if any(needle in s and s != needle for r in roots for s in _strings(r)):\n"
+        "        return a + b\n"
+        "    return 0\n")),
     ("check_mode_always_equal", "add_check", (
         "class E:\n    def __eq__(self, o):\n        return True\ndef add(a, b):\n    return E()\n")),
 ]

@@ -81,7 +81,9 @@ def test_assert_suite_becomes_cases_with_trusted_literals():
 
 def test_non_literal_asserts_stay_a_check_suite():
     src = "def check(candidate):\n    for i in range(3):\n        assert candidate(i) == i\n"
-    assert parse_tests({"entry_point": "f", "check": src}).kind == "check"
+    spec = parse_tests({"entry_point": "f", "check": src})
+    assert spec.kind == "check" and spec.check == src
+    assert spec.payload("code") == {"code": "code", "entry": "f"}  # the source goes as a blob
     src = "def check(candidate):\n    assert candidate(1) == 1\n    assert candidate(len('ab')) == 2\n"
     assert parse_tests({"entry_point": "f", "check": src}).kind == "check"
 

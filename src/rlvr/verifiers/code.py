@@ -142,7 +142,8 @@ class CodeVerifier:
             self.counts["jobs"] += 1
             binary = self.reward == "all"
             watch = failure_watch(spec, *self.tols) if binary else None
-            job = self.pool.submit(spec.kind, spec.payload(code, stop_on_exc=binary), watch)
+            job = self.pool.submit(spec.kind, spec.payload(code, stop_on_exc=binary), watch,
+                                   spec.check if spec.kind == "check" else None)
             graded: Future = Future()
             job.add_done_callback(lambda f: _set_from(graded, f, spec, self.tols))
             self._cache[key] = graded

@@ -5,7 +5,8 @@ stdout): `call` loads the candidate and calls its entry point once per case, rep
 `["case", i, ["ok", value] | ["exc", name]]`; `stdio` runs the program once per input in a fresh
 forked process with fresh globals, reporting `["case", i, {"out": text, "exc": name|None}]`;
 `check` runs a `check(candidate)` test function in this process while the candidate lives in a
-forked child reached through a proxy that carries plain values only, reporting `["check", "pass"]`
+forked child reached through a proxy that carries plain values only (the test source arrives as
+fd 3 and is read only after that fork, so the candidate's memory never held it), reporting `["check", "pass"]`
 or `["check", exception name]`. Expected outputs never come here: whatever this process writes is
 compared in the trusted process, so a candidate that forges lines can only hurt itself.
 Stdlib only; runs under the system interpreter.
@@ -17,6 +18,7 @@ import sys
 import codec
 
 _write = os.write
+BLOB_FD = 3  # a check job's test source (a memfd from the grader), see zygote._child
 
 
 def emit(fd, item):
@@ -124,7 +126,12 @@ def run_stdio(payload):
 
 
 def _serve_candidate(code, entry, req_r, resp_w, res):
-    """Grandchild of a check job: the candidate answers proxy calls with plain values only."""
+    """Grandchild of a check job: the candidate answers proxy calls with plain values only.
+
+    It is forked before the test source is read, and closes the source's fd first: the tests and
+    their expected values are nowhere in its memory, live or freed.
+    """
+    os.close(BLOB_FD)
     os.close(res)
     reqs, resps = os.fdopen(req_r, "r"), os.fdopen(resp_w, "w")
     try:
@@ -185,8 +192,10 @@ def run_check(payload):
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: the candidate may not peek here
     reqs, resps = os.fdopen(req_w, "w"), os.fdopen(resp_r, "r")
     try:
+        with os.fdopen(BLOB_FD, "rb") as f:
+            source = f.read().decode()
         namespace = {"__name__": "__check__", "__builtins__": __builtins__}
-        exec(compile(payload["check"], "<check>", "exec"), namespace)
+        exec(compile(source, "<check>", "exec"), namespace)
         candidate = _proxy(reqs, resps)
         # As in a harness that runs tests and solution in one namespace, the entry point's name
         # in the tests means the candidate (HumanEval/33 compares the candidate with itself).

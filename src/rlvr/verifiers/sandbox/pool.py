@@ -19,6 +19,7 @@ import queue
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -70,11 +71,19 @@ class Zygote:
             cfg.update(workdir=self.workdir, pidns=False, grader_pid=os.getpid(),
                        read_paths=READ_PATHS + [self.sbxdir, prefix])
             argv = [caps.python, "-I", "-S", os.path.join(self.sbxdir, "zygote.py")]
-        self.proc = subprocess.Popen(
-            argv + [json.dumps(cfg)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"}, cwd=self.workdir or "/",
-            user=uid, group=uid, extra_groups=[] if uid is not None else None,
-            start_new_session=True)
+        # Test sources travel as memfds over this socket, so they never enter the zygote's
+        # memory (nor, through fork, any job's): only the file descriptor passes through it.
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        cfg["blob_sock"] = theirs.fileno()
+        try:
+            self.proc = subprocess.Popen(
+                argv + [json.dumps(cfg)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"},
+                cwd=self.workdir or "/", user=uid, group=uid,
+                extra_groups=[] if uid is not None else None, start_new_session=True,
+                pass_fds=(theirs.fileno(),))
+        finally:
+            theirs.close()
         self._buf, self.jobs = b"", 0
         ready = self._read_line(time.monotonic() + 30)
         if ready is None or "ready" not in ready:
@@ -103,15 +112,20 @@ class Zygote:
         line, _, self._buf = self._buf.partition(b"\n")
         return json.loads(line)
 
-    def run(self, job: dict, on_event: Callable[[str], bool] | None = None) -> dict:
-        """Run `job`; `on_event(line)` sees each result line as it comes and may stop the job."""
+    def run(self, job: dict, on_event: Callable[[str], bool] | None = None,
+            blob: str | None = None) -> dict:
+        """Run `job`; `on_event(line)` sees each result line as it comes and may stop the job;
+        `blob` (a test source) reaches the job as fd 3, never through the zygote's memory."""
         if self.proc is not None and self.proc.poll() is not None:
             self.stop()  # died since the last job: release its cgroup and work dir first
         if self.proc is None:
             self.start()
         deadline = time.monotonic() + float(job["timeout_s"]) + GRACE_S
         try:
-            line = json.dumps({**job, "stream": on_event is not None}) + "\n"
+            if blob is not None:
+                _send_blob(self.sock, blob)
+            line = json.dumps({**job, "stream": on_event is not None,
+                               "blob": blob is not None}) + "\n"
             self.proc.stdin.write(line.encode())
             self.proc.stdin.flush()
             reply, stopped = self._read_line(deadline), False
@@ -139,7 +153,7 @@ class Zygote:
                 pass
             self.proc.kill()
             self.proc.wait()
-            for f in (self.proc.stdin, self.proc.stdout):
+            for f in (self.proc.stdin, self.proc.stdout, self.sock):
                 f.close()
             self.proc = None
         if self.workdir:
@@ -147,6 +161,18 @@ class Zygote:
             self.workdir = None
         cgroup.remove(self.cgroups)
         self.cgroups = []
+
+
+def _send_blob(sock: socket.socket, text: str) -> None:
+    fd = os.memfd_create("rlvr-tests", os.MFD_CLOEXEC)
+    try:
+        data = text.encode()
+        while data:
+            data = data[os.write(fd, data):]
+        os.lseek(fd, 0, os.SEEK_SET)
+        socket.send_fds(sock, [b"b"], [fd])
+    finally:
+        os.close(fd)
 
 
 def _wants_stop(on_event: Callable[[str], bool], line: str) -> bool:
@@ -219,14 +245,14 @@ class SandboxPool:
         return self.caps.tier
 
     def run(self, mode: str, payload: dict, on_event: Callable[[str], bool] | None = None,
-            **limits: Any) -> dict:
+            blob: str | None = None, **limits: Any) -> dict:
         """Run one job and return the zygote's result dict (blocking); see `Zygote.run`."""
         job = {**self.defaults, **limits, "mode": mode, "payload": payload}
         zygote = self._idle.get()
         try:
             if zygote.jobs >= self.recycle_after:
                 zygote.stop()
-            return zygote.run(job, on_event)
+            return zygote.run(job, on_event, blob)
         finally:
             self._idle.put(zygote)
 
@@ -246,8 +272,8 @@ class SandboxPool:
         return [z.workdir for z in list(self._idle.queue) if z.workdir]
 
     def submit(self, mode: str, payload: dict, on_event: Callable[[str], bool] | None = None,
-               **limits: Any) -> Future:
-        return self._executor.submit(self.run, mode, payload, on_event, **limits)
+               blob: str | None = None, **limits: Any) -> Future:
+        return self._executor.submit(self.run, mode, payload, on_event, blob, **limits)
 
     def close(self) -> None:
         with self._lock:

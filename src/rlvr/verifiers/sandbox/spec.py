@@ -38,13 +38,14 @@ class TestSpec:
     check: str | None = None
 
     def payload(self, code: str, stop_on_exc: bool = True) -> dict:
-        """The job payload: code and inputs only, never expected values."""
+        """The job payload: code and inputs only, never expected values (a `check` suite, which
+        holds them, is passed separately as the job's blob: see `SandboxPool.run`)."""
         if self.kind == "call":
             return {"code": code, "entry": self.entry, "stop_on_exc": stop_on_exc,
                     "args": [codec.encode(c.args) for c in self.cases]}
         if self.kind == "stdio":
             return {"code": code, "inputs": [i for i, _ in self.stdio]}
-        return {"code": code, "entry": self.entry, "check": self.check}
+        return {"code": code, "entry": self.entry}  # the check source goes as a blob
 
 
 def parse_tests(tests: Any) -> TestSpec:

@@ -20,6 +20,7 @@ import resource
 import select
 import shutil
 import signal
+import socket
 import sys
 import time
 
@@ -77,7 +78,7 @@ def _over_cpu(job, status, cpu):
                                       and cpu >= 0.9 * int(-(-_cpu_budget(job) // 1)))
 
 
-def _child(cfg, job, out_w, err_w):
+def _child(cfg, job, out_w, err_w, blob_fd):
     try:
         os.setsid()
         jobdir = cfg["jobdir"]
@@ -93,7 +94,11 @@ def _child(cfg, job, out_w, err_w):
         _prctl(38, 1)  # PR_SET_NO_NEW_PRIVS, required before unprivileged Landlock and seccomp
         if cfg["ruleset"] is not None:
             landlock.enforce(cfg["ruleset"])
-        os.closerange(3, 1 << 16)  # protocol pipes and the ruleset: nothing else is inherited
+        keep = 3
+        if blob_fd is not None:
+            os.dup2(blob_fd, 3)  # the test source, read by the driver only after it forks
+            keep = 4
+        os.closerange(keep, 1 << 16)  # protocol pipes, ruleset, socket: nothing else is inherited
         seccomp.install(cfg["filter"])
         driver.MODES[job["mode"]](job["payload"])
         os._exit(0)
@@ -248,15 +253,26 @@ def _empty(path):
             os.unlink(full)
 
 
+def _receive_blob(cfg):
+    """The memfd the grader sent for this job (its content is never read here)."""
+    _, fds, _, _ = socket.recv_fds(cfg["sock"], 16, 1)
+    if not fds:
+        raise SystemExit("grader promised a blob and sent none")
+    return fds[0]
+
+
 def run_job(cfg, job, chan):
+    blob_fd = _receive_blob(cfg) if job.get("blob") else None
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:
-        _child(cfg, job, out_w, err_w)
+        _child(cfg, job, out_w, err_w, blob_fd)
     os.close(out_w)
     os.close(err_w)
+    if blob_fd is not None:
+        os.close(blob_fd)
     os.set_blocking(out_r, False)
     os.set_blocking(err_r, False)
     pidfd = os.pidfd_open(pid)
@@ -298,6 +314,7 @@ def main():
     if cfg["landlock"] >= 1:
         cfg["ruleset"] = landlock.ruleset(cfg["read_paths"], [cfg["jobdir"], os.devnull],
                                           cfg["landlock"])
+    cfg["sock"] = socket.socket(fileno=cfg["blob_sock"])
     cfg["filter"] = seccomp.compile_filter([os.getpid(), os.getppid(), cfg["grader_pid"], 1])
     chan = Channel(proto_in, proto_out)
     chan.send({"ready": os.getpid(), "landlock": cfg["landlock"]})
