@@ -1,8 +1,9 @@
 """Run model-written code in an OS-level sandbox (see /work/shared/SANDBOX.md for the design).
 
 Trusted side: `probe` (which isolation tier the machine allows), `pool` (zygote processes and
-futures), `spec` (test shapes, assert-to-case conversion), `compare` (strict comparator) and
-`grade` (zygote result → passed/total/flags). Inside the sandbox, stdlib only: `zygote`, `driver`,
+futures), `cgroup` (per-zygote memory and pids ceilings when root), `spec` (test shapes,
+assert-to-case conversion), `compare` (strict comparator) and `grade` (zygote result →
+passed/total/flags). Inside the sandbox, stdlib only: `zygote`, `driver`,
 `codec`, `seccomp`, `landlock`. Expected outputs never cross into the sandbox.
 """
 
