@@ -24,6 +24,9 @@ from rlvr.evaluate import sampled_metrics, score_groups
 from rlvr.rollout.base import SamplingParams
 from rlvr.types import Completion, Group, Problem
 
+# (token-id prompts, max new tokens) -> greedy answer ids per prompt, without the EOS token
+Continue = Callable[[list[list[int]], int], list[list[int]]]
+
 
 def sample_groups(engine, problems: Sequence[Problem], verifiers: dict, n: int,
                   temperature: float, max_new_tokens: int, seed: int) -> list[Group]:
@@ -134,14 +137,12 @@ def _as_list(x) -> list:
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
-Continue = Callable[[list[list[int]], int], list[list[int]]]
-
-
 def force_answers(tokenizer, groups: Sequence[Group], budget: int, marker: list[int],
                   answer_tokens: int, cont: Continue) -> list[Group]:
     """New single-completion groups: each thinking cut at `budget` tokens, then made to answer.
 
-    `cont(prompts, max_new_tokens)` returns the greedy answer ids for each token-id prompt."""
+    `cont(prompts, max_new_tokens)` returns the greedy answer ids for each token-id prompt. A
+    forced completion has finish_reason "forced" and no log-probs (it is never trained on)."""
     prompts = _forced_prompts(groups, budget, marker)
     todo = [p for p in prompts if p is not None]
     answers = iter(cont(todo, answer_tokens) if todo else [])
