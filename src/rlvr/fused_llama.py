@@ -1,22 +1,25 @@
-"""A lean batched forward for Llama-family decoders, used by `HFEngine` to sample without overhead.
+"""A lean forward for Llama-family decoders: fused weights, used for sampling and for the update.
 
-Why: a tiny model on a CPU spends most of a `model(...)` decode call in framework code (module
-dispatch, cache objects, mask building) rather than in arithmetic. This module reads the weights of
-a `LlamaForCausalLM` (or `Qwen2ForCausalLM`) once per `generate` call, fuses q/k/v and gate/up into
-single matrices, and runs each decode step as a handful of tensor ops over a preallocated KV cache.
+Why: on a CPU, a ~1M-parameter model spends much of a `model(...)` call in framework code (module
+dispatch, cache objects, mask building), and under bf16 autocast PyTorch's CPU flash-attention
+backward is slower than the rest of the model together. This module reads the weights of a
+`LlamaForCausalLM` (or `Qwen2ForCausalLM`) as they are, concatenates q/k/v and gate/up into single
+matrices (differentiably: gradients reach the model's own parameters), and runs the model as a
+handful of tensor ops: `Decoder` with a preallocated KV cache for sampling, `completion_logits` for
+the training forward (attention as two matmuls and a float32 softmax, as transformers' eager path).
 
 Guaranteed: the same computation as the Hugging Face forward (RMSNorm, rotary embeddings from the
-model's own `rotary_emb`, grouped-query attention, SwiGLU MLP), so logits agree with it to float
-rounding; results depend only on the weights and inputs. In bf16 mode the matrices run in bfloat16
-while the residual stream and norms stay in float32, as under `torch.autocast`. Not guaranteed:
-bit-equality with transformers' own kernels, or support for anything `supports()` rejects
-(sliding windows, q/k norms, rope variants the model's `rotary_emb` does not express, …); the
-engine falls back to the model's forward for those.
+model's own `rotary_emb`, grouped-query attention, SwiGLU MLP, biases where present), so logits
+agree with it to float rounding. In bf16 mode the matrices run in bfloat16 while the residual
+stream, norms and softmax stay in float32, as under `torch.autocast`. Not guaranteed: bit-equality
+with transformers' kernels, or support for anything `supports()` rejects (sliding windows, q/k
+norms, tensor-parallel checkpoints, …); callers fall back to the model's forward for those.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -54,16 +57,16 @@ class _Layer:
 
 def _fused(linears, dtype) -> tuple[torch.Tensor, torch.Tensor | None]:
     """One weight matrix (and bias, if any part has one) for linears applied to the same input."""
-    weight = torch.cat([lin.weight.detach() for lin in linears]).to(dtype)
+    weight = torch.cat([lin.weight for lin in linears]).to(dtype)
     if all(lin.bias is None for lin in linears):
         return weight, None
-    bias = torch.cat([lin.bias.detach() if lin.bias is not None else
-                      torch.zeros(lin.out_features) for lin in linears]).to(dtype)
+    bias = torch.cat([lin.bias if lin.bias is not None else torch.zeros(lin.out_features)
+                      for lin in linears]).to(dtype)
     return weight, bias
 
 
-class LlamaDecoder:
-    """Fused weights plus a static KV cache for one batch of rows."""
+class Weights:
+    """A model's weights, fused and cast once per call site (differentiable outside no_grad)."""
 
     def __init__(self, model, dtype: torch.dtype = torch.float32):
         cfg, inner = model.config, model.model
@@ -73,30 +76,110 @@ class LlamaDecoder:
         self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // self.heads
         self.eps = cfg.rms_norm_eps
         self.rotary = inner.rotary_emb
-        self.embed = inner.embed_tokens.weight.detach()
-        self.final_norm = inner.norm.weight.detach().float()
-        self.lm_head = model.lm_head.weight.detach().to(dtype)
-        self.layers = [self._fuse(layer, dtype) for layer in inner.layers]
-        self.k_cache: list[torch.Tensor] = []
-        self.v_cache: list[torch.Tensor] = []
-
-    @staticmethod
-    def _fuse(layer, dtype) -> _Layer:
-        a, m = layer.self_attn, layer.mlp
-        return _Layer(layer.input_layernorm.weight.detach().float(),
-                      *_fused([a.q_proj, a.k_proj, a.v_proj], dtype), *_fused([a.o_proj], dtype),
-                      layer.post_attention_layernorm.weight.detach().float(),
-                      *_fused([m.gate_proj, m.up_proj], dtype), *_fused([m.down_proj], dtype))
+        self.embed = inner.embed_tokens.weight
+        self.final_norm = inner.norm.weight.float()
+        self.lm_head = model.lm_head.weight.to(dtype)
+        self.layers = [_Layer(layer.input_layernorm.weight.float(),
+                              *_fused([layer.self_attn.q_proj, layer.self_attn.k_proj,
+                                       layer.self_attn.v_proj], dtype),
+                              *_fused([layer.self_attn.o_proj], dtype),
+                              layer.post_attention_layernorm.weight.float(),
+                              *_fused([layer.mlp.gate_proj, layer.mlp.up_proj], dtype),
+                              *_fused([layer.mlp.down_proj], dtype))
+                       for layer in inner.layers]
 
     def rope_table(self, length: int) -> tuple[torch.Tensor, torch.Tensor]:
         """cos, sin [length, D] for positions 0..length-1, from the model's own rotary module."""
-        cos, sin = self.rotary(torch.zeros(1), torch.arange(length)[None])
+        with torch.no_grad():
+            cos, sin = self.rotary(torch.zeros(1), torch.arange(length)[None])
         return cos[0].float(), sin[0].float()
 
+    def norm(self, h: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        return F.rms_norm(h, h.shape[-1:], weight, self.eps).to(self.dtype)
+
+
+Attend = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def run_layers(w: Weights, h: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+               attend: Attend) -> torch.Tensor:
+    """The decoder stack on the float32 residual stream h [B, T, d]; returns the new stream.
+
+    cos, sin: [B, 1, T, D] at the tokens' positions. attend(layer, q [B, H, T, D],
+    k [B, K, T, D], v [B, K, T, D]) -> [B, H, T, D] does the attention (and any caching).
+    """
+    b, t, _ = h.shape
+    hd, nh, nk = w.head_dim, w.heads, w.kv_heads
+    for i, layer in enumerate(w.layers):
+        q, k, v = F.linear(w.norm(h, layer.norm1), layer.wqkv, layer.bqkv).split(
+            [nh * hd, nk * hd, nk * hd], -1)
+        q = _rotate(q.view(b, t, nh, hd).transpose(1, 2), cos, sin)
+        k = _rotate(k.view(b, t, nk, hd).transpose(1, 2), cos, sin)
+        o = attend(i, q, k, v.view(b, t, nk, hd).transpose(1, 2))
+        h = h + F.linear(o.transpose(1, 2).reshape(b, t, nh * hd), layer.wo, layer.bo).float()
+        gate, up = F.linear(w.norm(h, layer.norm2), layer.wgu, layer.bgu).chunk(2, -1)
+        h = h + F.linear(F.silu(gate) * up, layer.wdown, layer.bdown).float()
+    return h
+
+
+def logits(w: Weights, h: torch.Tensor) -> torch.Tensor:
+    return F.linear(w.norm(h, w.final_norm), w.lm_head).float()
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotary embedding in float32 (as transformers does), returned in x's dtype."""
+    xf = x.float()
+    half = xf.shape[-1] // 2
+    rotated = torch.cat([-xf[..., half:], xf[..., :half]], dim=-1)
+    return (xf * cos + rotated * sin).to(x.dtype)
+
+
+def eager_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                    allowed: torch.Tensor) -> torch.Tensor:
+    """softmax(q·kᵀ/√D + mask)·v with a float32 softmax; allowed [B, 1, Tq, Tk] bool."""
+    if k.shape[1] != q.shape[1]:
+        k = k.repeat_interleave(q.shape[1] // k.shape[1], 1)
+        v = v.repeat_interleave(q.shape[1] // v.shape[1], 1)
+    scores = (q @ k.transpose(-1, -2)).float() * q.shape[-1] ** -0.5
+    probs = scores.masked_fill(~allowed, float("-inf")).softmax(-1)
+    return probs.to(v.dtype) @ v
+
+
+def prefix_mask(mask: torch.Tensor) -> torch.Tensor:
+    """[B, 1, T, T] causal mask over non-padding keys; a padding query sees itself (no NaN rows)."""
+    t = mask.shape[1]
+    causal = torch.ones(t, t, dtype=torch.bool).tril()
+    return (causal & mask.bool()[:, None, None, :]) | torch.eye(t, dtype=torch.bool)
+
+
+def completion_logits(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor,
+                      completion_ids: torch.Tensor, completion_mask: torch.Tensor,
+                      dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Logits that predict each completion token, [B, Tc, V] float32 (as `policy.completion_logits`)."""
+    w = Weights(model, dtype)
+    ids = torch.cat([prompt_ids, completion_ids], dim=1)
+    mask = torch.cat([prompt_mask, completion_mask], dim=1)
+    pos = (mask.cumsum(-1) - 1).clamp_(min=0)
+    cos, sin = w.rope_table(int(pos.max()) + 1)
+    allowed = prefix_mask(mask)
+    h = run_layers(w, F.embedding(ids, w.embed).float(), cos[pos][:, None], sin[pos][:, None],
+                   lambda _, q, k, v: eager_attention(q, k, v, allowed))
+    tc = completion_ids.shape[1]
+    return logits(w, h[:, -tc - 1:-1])
+
+
+class Decoder:
+    """Fused weights plus a static KV cache for one batch of rows being sampled."""
+
+    def __init__(self, model, dtype: torch.dtype = torch.float32):
+        self.w = Weights(model, dtype)
+        self.k_cache: list[torch.Tensor] = []
+        self.v_cache: list[torch.Tensor] = []
+
     def allocate(self, rows: int, length: int) -> None:
-        shape = (rows, self.kv_heads, length, self.head_dim)
-        self.k_cache = [torch.zeros(shape, dtype=self.dtype) for _ in self.layers]
-        self.v_cache = [torch.zeros(shape, dtype=self.dtype) for _ in self.layers]
+        shape = (rows, self.w.kv_heads, length, self.w.head_dim)
+        self.k_cache = [torch.zeros(shape, dtype=self.w.dtype) for _ in self.w.layers]
+        self.v_cache = [torch.zeros(shape, dtype=self.w.dtype) for _ in self.w.layers]
 
     def keep_rows(self, index: torch.Tensor) -> None:
         """Drop finished rows from the cache (keeps decode cost proportional to live rows)."""
@@ -112,33 +195,16 @@ class LlamaDecoder:
         start = 0) the keys and values of each row are written to `repeat` consecutive cache rows:
         one prompt is encoded once for its n samples.
         """
-        h = F.embedding(ids, self.embed).float()   # [B, T, d]
-        b, t, _ = h.shape
-        hd, nh, nk = self.head_dim, self.heads, self.kv_heads
-        end = start + t
-        for i, layer in enumerate(self.layers):
-            x = F.rms_norm(h, h.shape[-1:], layer.norm1, self.eps).to(self.dtype)
-            q, k, v = F.linear(x, layer.wqkv, layer.bqkv).split([nh * hd, nk * hd, nk * hd], -1)
-            q = _rotate(q.view(b, t, nh, hd).transpose(1, 2), cos, sin)
-            k = _rotate(k.view(b, t, nk, hd).transpose(1, 2), cos, sin)
-            v = v.view(b, t, nk, hd).transpose(1, 2)
+        end = start + ids.shape[1]
+
+        def attend(i, q, k, v):
             self.k_cache[i][:, :, start:end] = k.repeat_interleave(repeat, 0) if repeat > 1 else k
             self.v_cache[i][:, :, start:end] = v.repeat_interleave(repeat, 0) if repeat > 1 else v
             if start > 0:   # decoding: attend over everything cached so far
                 k, v = self.k_cache[i][:, :, :end], self.v_cache[i][:, :, :end]
-            o = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, enable_gqa=nk != nh)
-            h = h + F.linear(o.transpose(1, 2).reshape(b, t, nh * hd), layer.wo, layer.bo).float()
-            x = F.rms_norm(h, h.shape[-1:], layer.norm2, self.eps).to(self.dtype)
-            gate, up = F.linear(x, layer.wgu, layer.bgu).chunk(2, -1)
-            h = h + F.linear(F.silu(gate) * up, layer.wdown, layer.bdown).float()
-        last = F.rms_norm(h[:, -1], h.shape[-1:], self.final_norm, self.eps).to(self.dtype)
-        logits = F.linear(last, self.lm_head).float()   # [B, V]
-        return logits.repeat_interleave(repeat, 0) if repeat > 1 else logits
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask,
+                                                  enable_gqa=k.shape[1] != q.shape[1])
 
-
-def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotary embedding in float32 (as transformers does), returned in x's dtype."""
-    xf = x.float()
-    half = xf.shape[-1] // 2
-    rotated = torch.cat([-xf[..., half:], xf[..., :half]], dim=-1)
-    return (xf * cos + rotated * sin).to(x.dtype)
+        h = run_layers(self.w, F.embedding(ids, self.w.embed).float(), cos, sin, attend)
+        out = logits(self.w, h[:, -1])   # [B, V]
+        return out.repeat_interleave(repeat, 0) if repeat > 1 else out

@@ -10,6 +10,11 @@ computed on the whole batch. With μ = 1 and a single minibatch the old log-prob
 ones detached (ratio 1), so no extra forward pass is made; otherwise they are computed once, before
 the first update, under no_grad. When every advantage is 0 the optimizer does not step at all
 (AdamW would otherwise keep moving the weights on momentum alone; TRL does step).
+
+Columns that are padding in every remaining row are cut before the forward pass (completion
+columns only for aggregations that do not divide by the padded length). Llama-family policies run
+their forward through `fused_llama.completion_logits` (same logits, fewer ops, and an attention
+whose bf16 backward is fast on CPUs); other models through their own forward.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from typing import Callable, Sequence
 
 import torch
 
-from rlvr.algo.losses import grpo_loss, token_entropy
+from rlvr import fused_llama
+from rlvr.algo.losses import grpo_loss, seq_mean_token_sum_norm, token_entropy
 from rlvr.policy import completion_logits, left_pad, right_pad, token_logprobs
 from rlvr.types import Group
 
@@ -40,6 +46,14 @@ class Batch:
     def rows(self, index: torch.Tensor) -> "Batch":
         return Batch(*(t[index] for t in (self.prompt_ids, self.prompt_mask, self.completion_ids,
                                            self.completion_mask, self.advantages, self.sampling_logp)))
+
+    def trimmed(self, completions: bool = True) -> "Batch":
+        """Without columns that are padding in every row (left of the prompts; right of the
+        completions when `completions`): positions come from the mask, so logits are unchanged."""
+        tp = max(1, int(self.prompt_mask.sum(-1).max()))
+        tc = max(1, int(self.completion_mask.sum(-1).max())) if completions else self.completion_ids.shape[1]
+        return Batch(self.prompt_ids[:, -tp:], self.prompt_mask[:, -tp:], self.completion_ids[:, :tc],
+                     self.completion_mask[:, :tc], self.advantages, self.sampling_logp[:, :tc])
 
 
 @dataclass(frozen=True)
@@ -75,9 +89,12 @@ def build_batch(groups: Sequence[Group], advantages_P_G: torch.Tensor, pad_id: i
 
 
 def _logp_and_entropy(model, batch: Batch, temperature: float, autocast: bool):
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
-        logits = completion_logits(model, batch.prompt_ids, batch.prompt_mask,
-                                   batch.completion_ids, batch.completion_mask)
+    tensors = (batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_mask)
+    if fused_llama.supports(model):
+        logits = fused_llama.completion_logits(model, *tensors, torch.bfloat16 if autocast else torch.float32)
+    else:
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            logits = completion_logits(model, *tensors)
     logits = logits.float()
     if temperature != 1.0:
         logits = logits / temperature
@@ -99,7 +116,8 @@ def update_policy(model, optimizer, batch: Batch, spec: LossSpec, *, mu: int = 1
     stats: dict[str, list[float]] = {"active_fraction": [float(active.float().mean())]}
     if rows.numel() == 0:
         return {"active_fraction": 0.0, "optimizer_steps": 0.0, "lr": lr}
-    work = batch.rows(rows)
+    # Trimming completion columns changes the padded length T, which seq-mean-token-sum-norm divides by.
+    work = batch.rows(rows).trimmed(completions=spec.agg_fn is not seq_mean_token_sum_norm)
     ref_logp = _reference_logp(reference, work, spec.temperature) if spec.beta > 0 else None
     size = minibatch_size or len(batch)
     single_pass = mu == 1 and size >= len(batch)

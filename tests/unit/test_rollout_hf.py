@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from rlvr.policy import completion_logits, left_pad, positions, token_logprobs
-from rlvr.rollout import llama_decode
+from rlvr import fused_llama
 from rlvr.rollout.base import SamplingParams
 from rlvr.rollout.hf import HFEngine
 from rlvr.tasks.arithmetic import make_problem
@@ -28,22 +28,20 @@ def test_fused_forward_matches_transformers_logits(tiny):
     prompts = [tokenizer(p.prompt)["input_ids"] for p in PROBLEMS]   # different lengths: left padding
     ids, mask = left_pad(prompts, tokenizer.pad_token_id)
     pos = positions(mask)
-    dec = llama_decode.LlamaDecoder(model)
+    dec = fused_llama.Decoder(model)
     dec.allocate(len(prompts), ids.shape[1])
-    cos, sin = dec.rope_table(ids.shape[1])
-    tp = ids.shape[1]
-    attn = (torch.ones(tp, tp, dtype=torch.bool).tril() & mask.bool()[:, None, None, :]) | torch.eye(tp, dtype=torch.bool)
+    cos, sin = dec.w.rope_table(ids.shape[1])
     with torch.no_grad():
-        ours = dec.forward(ids, cos[pos][:, None], sin[pos][:, None], 0, attn)
+        ours = dec.forward(ids, cos[pos][:, None], sin[pos][:, None], 0, fused_llama.prefix_mask(mask))
         theirs = model(input_ids=ids, attention_mask=mask, position_ids=pos).logits[:, -1]
     torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)
 
 
 def test_fused_path_is_chosen_for_llama_only(tiny):
     model, tokenizer = tiny
-    assert llama_decode.supports(model)
+    assert fused_llama.supports(model)
     assert HFEngine(model, tokenizer)._decode.__name__ == "_decode_fused"
-    assert not llama_decode.supports(torch.nn.Linear(2, 2))
+    assert not fused_llama.supports(torch.nn.Linear(2, 2))
 
 
 def test_greedy_decode_equals_transformers_generate(tiny):

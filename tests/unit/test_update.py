@@ -74,3 +74,34 @@ def test_single_pass_reuses_current_logprobs_as_old(tiny):
     _, stats = _sgd_delta(tiny, _batch([[1.0, 0.0, -1.0], [0.5, -0.5, 0.0]]))
     assert stats["ratio/mean"] == 1.0 and stats["ratio/min"] == 1.0 and stats["ratio/max"] == 1.0
     assert stats["clip_ratio/region_mean"] == 0.0 and stats["optimizer_steps"] == 1.0
+
+
+def test_fused_training_forward_matches_transformers_logits_and_gradients(tiny):
+    from rlvr import fused_llama
+    from rlvr.policy import completion_logits
+
+    batch = _batch([[1.0, 0.0, -1.0], [0.5, -0.5, 0.0]])
+    tensors = (batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_mask)
+    grads = []
+    for fn in (fused_llama.completion_logits, completion_logits):
+        model = copy.deepcopy(tiny)
+        out = fn(model, *tensors)
+        (out * batch.completion_mask[..., None]).pow(2).sum().backward()
+        grads.append((out.detach(), [p.grad for p in model.parameters()]))
+    real = batch.completion_mask.bool()   # padding positions may differ: nothing reads them
+    torch.testing.assert_close(grads[0][0][real], grads[1][0][real], atol=1e-5, rtol=1e-5)
+    for a, b in zip(grads[0][1], grads[1][1]):
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+
+
+def test_trimming_padding_columns_leaves_the_update_unchanged(tiny):
+    batch = _batch([[1.0, 0.0, -1.0], [0.5, -0.5, 0.0]])
+    wide = copy.deepcopy(batch)
+    pad = torch.zeros(len(batch), 3, dtype=torch.long)
+    wide.prompt_ids, wide.prompt_mask = torch.cat([pad, wide.prompt_ids], 1), torch.cat([pad, wide.prompt_mask], 1)
+    wide.completion_ids, wide.completion_mask = torch.cat([wide.completion_ids, pad], 1), torch.cat([wide.completion_mask, pad], 1)
+    wide.sampling_logp = torch.cat([wide.sampling_logp, pad.float()], 1)
+    assert wide.trimmed().completion_ids.tolist() == batch.completion_ids.tolist()
+    assert wide.trimmed().prompt_ids.tolist() == batch.prompt_ids.tolist()
+    for a, b in zip(_sgd_delta(tiny, wide)[0], _sgd_delta(tiny, batch)[0]):
+        torch.testing.assert_close(a, b, atol=1e-7, rtol=1e-5)

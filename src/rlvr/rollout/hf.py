@@ -7,7 +7,7 @@ log-prob (under softmax(logits / temperature), before top-p truncation — the q
 recomputes) and the finish reason. Each prompt is encoded once and its keys/values are shared by
 its n samples; finished rows are dropped from the batch as it shrinks.
 
-Llama-family models (`llama_decode.supports`) decode through `LlamaDecoder`, a fused forward with a
+Llama-family models (`fused_llama.supports`) decode through `fused_llama.Decoder`, a fused forward with a
 static KV cache and no per-token framework overhead; any other causal LM decodes through its own
 `forward` with the model's cache. With `autocast_bf16` the matrices run in bfloat16 (float32
 residual stream), matching training under `model.autocast_bf16`.
@@ -26,7 +26,7 @@ from typing import Sequence
 import torch
 
 from rlvr.policy import encode_prompt, left_pad, positions
-from rlvr.rollout import llama_decode
+from rlvr import fused_llama
 from rlvr.rollout.base import SamplingParams
 from rlvr.types import Completion, Group, Problem
 
@@ -97,7 +97,7 @@ class HFEngine:
         # transformers 5.x renamed `past_key_values` to `cache`; older releases know only the former.
         params = inspect.signature(model.forward).parameters
         self.cache_kw = "cache" if "cache" in params else "past_key_values"
-        self._decode = self._decode_fused if llama_decode.supports(model) else self._decode_model
+        self._decode = self._decode_fused if fused_llama.supports(model) else self._decode_model
 
     def load_weights(self, policy) -> None:
         return None
@@ -124,16 +124,14 @@ class HFEngine:
     @torch.inference_mode()
     def _decode_fused(self, prompts: list[list[int]], n: int, params: SamplingParams,
                       gen: torch.Generator) -> list[tuple[list[int], list[float], str]]:
-        dec = llama_decode.LlamaDecoder(self.model, torch.bfloat16 if self.autocast_bf16 else torch.float32)
+        dec = fused_llama.Decoder(self.model, torch.bfloat16 if self.autocast_bf16 else torch.float32)
         ids, mask = left_pad(prompts, self.pad_id)                      # [P, Tp]
         tp, max_new, rows = ids.shape[1], params.max_new_tokens, ids.shape[0] * n
         dec.allocate(rows, tp + max_new)
         pos = positions(mask)                                           # [P, Tp]
-        cos, sin = dec.rope_table(int(pos.max()) + max_new + 1)         # [S, D]
-        # a left-padding query attends to itself only, so no attention row is empty (NaN)
-        attn = (torch.ones(tp, tp, dtype=torch.bool).tril() & mask.bool()[:, None, None, :]) \
-            | torch.eye(tp, dtype=torch.bool)                           # [P, 1, Tp, Tp]
-        logits = dec.forward(ids, cos[pos][:, None], sin[pos][:, None], 0, attn, repeat=n)
+        cos, sin = dec.w.rope_table(int(pos.max()) + max_new + 1)       # [S, D]
+        logits = dec.forward(ids, cos[pos][:, None], sin[pos][:, None], 0, fused_llama.prefix_mask(mask),
+                             repeat=n)
         keymask = torch.cat([mask.bool().repeat_interleave(n, 0),
                              torch.ones((rows, max_new), dtype=torch.bool)], dim=1)
         next_pos = pos[:, -1].repeat_interleave(n) + 1                  # [B]
