@@ -181,8 +181,9 @@ def extract_candidates(text: str, policy: str = "auto") -> tuple[list[str], str]
 
 
 def _looks_bare(answer: str) -> bool:
-    """A short string with a digit or LaTeX and at most two words outside LaTeX is a bare answer."""
-    if len(answer) > 3 and not re.search(r"[\d\\]", answer):
+    """A short string (at most five tokens) with a digit or LaTeX and at most two words outside
+    LaTeX is a bare answer: `x = 3`, `$\\frac{1}{2}$`, `The point is $(2, 3)$`."""
+    if len(answer) > 3 and not re.search(r"[\d\\]", answer) or len(answer.split()) > 5:
         return False
     words = re.findall(r"(?<!\\)\b[A-Za-z]{3,}\b", re.sub(r"\\[A-Za-z]+(\{[^{}]*\})?", " ", answer))
     return len(words) <= 2
