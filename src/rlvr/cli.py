@@ -20,7 +20,14 @@ def _cmd_quickstart(args: argparse.Namespace) -> int:
     from rlvr.report import write_report
 
     summary = quickstart(args.config, args.overrides, stop_accuracy=args.stop_accuracy)
-    path = write_report(Path(summary["run_dir"]))
+    run_dir = Path(summary["run_dir"])
+    if not args.no_eval:
+        from rlvr.eval_cli import run_eval
+        print("test-time compute: pass@k, maj@k, temperature and thinking-budget curves (200 problems)")
+        run_eval(build_parser().parse_args(
+            ["eval", str(run_dir / "final"), "--out", str(run_dir / "eval"), "--n", "200",
+             "--temperatures", "0.6,1.0"]))
+    path = write_report(run_dir)
     print(f"report: {path}")
     return 0
 
@@ -75,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", default=None, help="GRPO stage config (default configs/quickstart.yaml)")
     p.add_argument("--stop-accuracy", type=float, default=0.2,
                    help="end the cold start once a held-out subset reaches this accuracy")
+    p.add_argument("--no-eval", action="store_true", help="skip the test-time-compute evaluation")
     p.add_argument("overrides", nargs="*", help="dotted overrides, e.g. grpo.steps=50")
     p.set_defaults(func=_cmd_quickstart)
 

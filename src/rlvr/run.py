@@ -202,7 +202,7 @@ class Run:
             if self.cfg.eval.k:
                 from rlvr.ttc import ttc_metrics
                 result.update(ttc_metrics(self.engine, self.heldout, self.verifiers, self.cfg.eval.k,
-                                          max_new, self.seed_for(step, "eval"),
+                                          max_new, self.seed_for(0, "eval"),
                                           self.cfg.rollout.temperature))
         self.log_out.write({"step": step, **result})
         return result
