@@ -58,11 +58,6 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return run_eval(args)
 
 
-def _cmd_verify(args: argparse.Namespace) -> int:
-    from rlvr.verifiers.offline import main as verify_main
-    return verify_main(args.rest)
-
-
 def _cmd_report(args: argparse.Namespace) -> int:
     from rlvr.report import write_report
 
@@ -102,9 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_eval_arguments(p)
     p.set_defaults(func=_cmd_eval)
 
-    p = sub.add_parser("verify", help="score a JSONL file offline with a verifier", add_help=False)
-    p.add_argument("rest", nargs=argparse.REMAINDER)
-    p.set_defaults(func=_cmd_verify)
+    sub.add_parser("verify", help="score a JSONL file offline with a verifier "
+                   "(rlvr verify --help for its options)", add_help=False)
 
     p = sub.add_parser("report", help="write RUN_DIR/report.html")
     p.add_argument("run_dir")
@@ -114,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["verify"]:  # `rlvr verify` owns all of its arguments
+        from rlvr.verifiers.offline import main as verify_main
+        return verify_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -93,3 +93,12 @@ def test_debug_flag_shows_the_traceback(tmp_path):
 def test_missing_config_file(tmp_path, capsys):
     assert main(["train", str(tmp_path / "none.yaml")]) == 2
     assert "config file not found" in capsys.readouterr().err
+
+
+def test_verify_subcommand_is_wired(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    _jsonl(src, [{"response": "so \\boxed{5}", "reference": "5"}, {"response": "3 or 4", "reference": "3"}])
+    assert main(["verify", "--verifier", "math", "--input", str(src), "--output",
+                 str(tmp_path / "out.jsonl"), "--no-progress"]) == 0
+    rows = [json.loads(l) for l in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [r["reward"] for r in rows] == [1.0, 0.0]
