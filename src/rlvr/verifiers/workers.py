@@ -9,6 +9,8 @@ Workers are fresh interpreters (`python -c`), never forks of a possibly multi-th
 parent. Functions are named by "module:attr" so that workers import
 them themselves. Guarantees: `run` returns within budget plus the time to obtain an idle worker
 (bounded by `acquire_s`); it never raises on a worker's crash or overrun, it returns an `Outcome`.
+Each worker's address space is capped (`memory_mb`, default 2 GiB), so an input that allocates
+without bound fails inside its worker (verdict "crash") rather than exhausting the host.
 Not guaranteed: that a killed worker's half-done work leaves no trace outside its own process.
 """
 
@@ -42,9 +44,18 @@ def _call(functions: dict[str, Any], fn_path: str, args: tuple) -> Any:
     return fn(*args)
 
 
-def _worker_main(read_fd: int, write_fd: int, preload: tuple[str, ...], warmup: tuple) -> None:
+def _worker_main(read_fd: int, write_fd: int, preload: tuple[str, ...], warmup: tuple,
+                 memory_mb: int = 0) -> None:
     """Worker loop: import, warm up, say "ready", then answer each (fn_path, args) with
     ("ok", value) or ("error", repr)."""
+    if memory_mb > 0:  # a hostile input then fails with MemoryError instead of swapping the host
+        import resource
+
+        limit = memory_mb * 2**20
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        except (ValueError, OSError):
+            pass
     inbox, outbox = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
     for module in preload:
         importlib.import_module(module)
@@ -77,11 +88,11 @@ class _Worker:
     multi-threaded torch parent.
     """
 
-    def __init__(self, preload: tuple[str, ...], warmup: tuple, ready_s: float):
+    def __init__(self, preload: tuple[str, ...], warmup: tuple, ready_s: float, memory_mb: int = 0):
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         code = (f"from rlvr.verifiers.workers import _worker_main; "
-                f"_worker_main({to_child_r}, {from_child_w}, {preload!r}, {warmup!r})")
+                f"_worker_main({to_child_r}, {from_child_w}, {preload!r}, {warmup!r}, {memory_mb})")
         env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
         try:
             self.proc = subprocess.Popen([sys.executable, "-c", code], env=env,
@@ -116,8 +127,9 @@ class WorkerPool:
     """`size` worker processes shared by all threads of this process; started on first use."""
 
     def __init__(self, size: int = 2, preload: tuple[str, ...] = (), warmup: tuple = (),
-                 acquire_s: float = 60.0):
+                 acquire_s: float = 60.0, memory_mb: int = 2048):
         self.size = max(1, size)
+        self.memory_mb = memory_mb
         self.preload = preload
         self.warmup = tuple(warmup)
         self.acquire_s = acquire_s
@@ -130,7 +142,7 @@ class WorkerPool:
     def _spawn(self) -> None:
         """Start a worker and hand it to the idle list (called without the lock held)."""
         try:
-            worker = _Worker(self.preload, self.warmup, self.acquire_s)
+            worker = _Worker(self.preload, self.warmup, self.acquire_s, self.memory_mb)
         except Exception:
             with self._cond:
                 self._count -= 1
