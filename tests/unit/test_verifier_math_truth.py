@@ -44,6 +44,8 @@ MATCH = {
         ("1/8", "\\boxed{0.125}"), ("\\frac{9}{4}", "\\boxed{2.25}"),
     ],
     "latex": [
+        ("\\frac{1+\\sqrt{5}}{2}", "\\boxed{\\frac{\\sqrt{5}+1}{2}}"), ("\\sqrt[3]{2}", "\\boxed{2^{1/3}}"),
+        ("x^2-1", "\\boxed{(x-1)(x+1)}"), ("\\frac{9}{2}", "\\boxed{4\\frac{1}{2}}"),
         ("2\\sqrt{3}", "\\boxed{\\sqrt{12}}"), ("\\sqrt[3]{8}", "\\boxed{2}"), ("\\frac{a+b}{2}", "\\boxed{\\frac{b+a}{2}}"),
         ("2x+3", "\\boxed{3+2x}"), ("\\frac{1}{x}", "\\boxed{x^{-1}}"), ("\\text{(C)}", "\\boxed{C}"),
         ("C", "The answer is \\textbf{(C)}."),
@@ -55,6 +57,8 @@ MATCH = {
         ("\\left(\\frac{1}{2}\\right)", "\\boxed{\\frac{1}{2}}"), ("\\text{Monday}", "\\boxed{\\text{Monday}}"),
     ],
     "sets_intervals": [
+        ("\\{1,2\\}", "\\boxed{1, 2}"), ("1,2", "\\boxed{\\{1, 2\\}}"), ("2, 3", "\\boxed{x = 2 \\text{ or } x = 3}"),
+        ("[1,2] \\cup [3,4]", "\\boxed{[3,4]\\cup[1,2]}"),
         ("\\{-2, 2\\}", "\\boxed{\\pm 2}"), ("\\pm 2", "\\boxed{2, -2}"), ("[-2, 5)", "\\boxed{[-2,5)}"),
         ("(-\\infty, -1) \\cup (1, \\infty)", "\\boxed{(-\\infty,-1)\\cup(1,\\infty)}"), ("x \\ge 2", "\\boxed{[2, \\infty)}"),
         ("(3, -2)", "\\boxed{(3,-2)}"),

@@ -106,8 +106,7 @@ class MathVerifier:
         candidates, source = extract_candidates(response, policy)
         if not candidates:
             return _Plan(Score(0.0, False, ("no_answer",), details=_details(t0, source, "none")))
-        single = len(split_parts(ref)) <= 1 and "\\pm" not in ref and "\\mp" not in ref
-        answers = _distinct(candidates, single)
+        answers = _distinct(candidates, _single_valued(ref))
         extracted = " | ".join(answers)
         if len(answers) > 1:
             return _Plan(Score(0.0, False, ("multiple_answers",), extracted,
@@ -207,6 +206,14 @@ def _reference_text(reference: Any) -> str | None:
     if isinstance(reference, str) and reference.strip():
         return reference.strip().strip("$").strip() or None
     return None
+
+
+def _single_valued(ref: str) -> bool:
+    """Whether the reference is one value: not a list, set, tuple or interval, nor `a \\pm b`."""
+    if "\\pm" in ref or "\\mp" in ref:
+        return False
+    parts = split_parts(ref)  # thousands separators are gone from these
+    return len(parts) <= 1 and "," not in (parts[0] if parts else "")
 
 
 def _details(t0: float, source: str, path: str) -> dict[str, Any]:
