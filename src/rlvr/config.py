@@ -48,6 +48,7 @@ class DataConfig:
     train_path: str = ""               # jsonl / parquet / dataset directory
     eval_path: str = ""
     verifier: str = ""                 # default verifier for rows that name none
+    verifier_options: dict = field(default_factory=dict)  # {verifier name: {option: value}}
     heldout_size: int = 500
     difficulty: int = 3                # built-in task: number of digits
     ops: str = "+"                     # built-in task: operators to draw from, e.g. "+-"
@@ -233,6 +234,10 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
         if len(item_types) != len(value):
             raise bad
         return tuple(_coerce(f"{key}[{i}]", v, t) for i, (v, t) in enumerate(zip(value, item_types)))
+    if tp is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"invalid value {value!r} for {key}; expected a mapping")
+        return value
     if tp is bool:
         if not isinstance(value, bool):
             raise bad

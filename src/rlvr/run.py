@@ -246,6 +246,8 @@ class Run:
                    "best_checkpoint": str(self.best[1]) if self.best[1] else None}
         (self.dir / "summary.json").write_text(json.dumps(summary, indent=2))
         self.log_out.close()
+        for verifier in self.verifiers.values():  # stops verifier worker processes
+            getattr(verifier, "close", lambda: None)()
         return summary
 
 

@@ -24,12 +24,24 @@ def set_threads(threads: int) -> None:
     torch.set_num_threads(n)
 
 
-def build_verifiers(names: set[str]) -> dict[str, Any]:
+def build_verifiers(names: set[str], options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One verifier per name, built with `options[name]` as keyword options."""
+    options = options or {}
+    unknown = sorted(set(options) - set(verifier_names()))
+    if unknown:
+        raise ConfigError(f"data.verifier_options: unknown verifier {unknown[0]!r}; known: "
+                          f"{', '.join(verifier_names())}")
     verifiers = {}
     for name in sorted(names):
         if name not in verifier_names():
             raise ConfigError(f"unknown verifier {name!r}; known: {', '.join(verifier_names())}")
-        verifiers[name] = get_verifier(name)
+        opts = options.get(name) or {}
+        if not isinstance(opts, dict):
+            raise ConfigError(f"data.verifier_options.{name} must be a mapping of options")
+        try:
+            verifiers[name] = get_verifier(name, **opts)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"data.verifier_options.{name}: {exc}") from None
     return verifiers
 
 
@@ -48,7 +60,7 @@ def build_problems(cfg: Config) -> tuple[dict[str, Any], list[Problem], list[Pro
     if cfg.data.task:
         task = build_task(cfg)
         heldout = task.heldout(cfg.data.heldout_size)
-        return build_verifiers({"arithmetic"}), [], heldout, task
+        return build_verifiers({"arithmetic"}, cfg.data.verifier_options), [], heldout, task
     train = load_problems(cfg.data.train_path, cfg.data.verifier)
     heldout = load_problems(cfg.data.eval_path, cfg.data.verifier) if cfg.data.eval_path else []
     names = {p.verifier for p in train + heldout}
@@ -57,7 +69,7 @@ def build_problems(cfg: Config) -> tuple[dict[str, Any], list[Problem], list[Pro
         bad = next(p for p in train + heldout if p.verifier == unknown[0])
         raise UserError(f"field 'verifier': unknown verifier {unknown[0]!r}; known: "
                         f"{', '.join(verifier_names())}", where=bad.metadata.get("source"))
-    verifiers = build_verifiers(names)
+    verifiers = build_verifiers(names, cfg.data.verifier_options)
     check_references(train + heldout, verifiers)
     return verifiers, train, heldout[:cfg.data.heldout_size] if cfg.data.heldout_size else heldout, None
 

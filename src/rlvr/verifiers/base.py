@@ -33,6 +33,11 @@ _REGISTRY: dict[str, str | Callable[..., Verifier]] = {
     "format": "rlvr.verifiers.format:FormatVerifier",
     "code": "rlvr.verifiers.code:CodeVerifier",
     "arithmetic": "rlvr.tasks.arithmetic:ArithmeticVerifier",
+    "composite": "rlvr.verifiers.compose:CompositeVerifier",
+    "router": "rlvr.verifiers.compose:RoutingVerifier",
+    "overlong": "rlvr.verifiers.shaping:overlong_verifier",
+    "length_budget": "rlvr.verifiers.shaping:length_budget_verifier",
+    "language_consistency": "rlvr.verifiers.shaping:language_consistency_verifier",
 }
 
 
