@@ -55,7 +55,7 @@ def main(steps: int = 30) -> None:
                                           f"grpo.steps={steps}", *data])
     restart = run_arm(NAME, "B_restart", [f"model.path={start}", f"data.train_path={mixed}",
                                           f"grpo.steps={steps}", "curriculum.enabled=true",
-                                          "curriculum.probe_frac=0.5", *data])
+                                          *data])
     verdict([{"step": 0, "eval/accuracy": start_acc}] + a, control, restart, steps)
 
 

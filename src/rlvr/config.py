@@ -94,9 +94,7 @@ class CurriculumConfig:
     high: float = 0.9
     ema: float = 0.5                    # weight of the newest group's pass rate in the estimate
     window: int = 4                     # pass rates kept per problem for `recent_mean`
-    reprobe_every: int = 20             # steps after which an unseen-since active problem is re-probed
     recheck_every: int = 0              # steps before retired/deferred problems are re-checked (0: one epoch)
-    probe_frac: float = 0.25            # share of each batch reserved for unseen / stale / due problems
     pool_size: int = 2048               # built-in task: problems drawn once (by seed) into the pool
     init_path: str = ""                 # pass-rate file exported by an earlier run
 
@@ -171,9 +169,7 @@ _RULES: dict[str, tuple[typing.Callable[[Any], bool], str]] = {
     "curriculum.high": (lambda v: 0 < v <= 1, "a number in (0, 1]"),
     "curriculum.ema": (lambda v: 0 < v <= 1, "a number in (0, 1]"),
     "curriculum.window": (lambda v: v >= 1, "an integer >= 1"),
-    "curriculum.reprobe_every": (lambda v: v >= 1, "an integer >= 1"),
     "curriculum.recheck_every": (lambda v: v >= 0, "an integer >= 0 (0: one epoch)"),
-    "curriculum.probe_frac": (lambda v: 0 <= v <= 1, "a number in [0, 1]"),
     "curriculum.pool_size": (lambda v: v >= 1, "an integer >= 1"),
     "dynamic_sampling.max_rounds": (lambda v: v >= 1, "an integer >= 1"),
     "dynamic_sampling.std_tol": (lambda v: v >= 0, "a number >= 0"),

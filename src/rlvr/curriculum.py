@@ -6,13 +6,16 @@ checkpoints and can be exported as a JSONL file that a later run reads (`curricu
 to start with estimates instead of probing everything again.
 
 `CurriculumSampler` draws from a finite pool (a dataset, or `pool_size` problems drawn once from
-a built-in task). A problem is *active* while its estimated pass rate lies in [low, high];
-*unseen* problems and active ones not seen for `reprobe_every` steps are probed; solved (> high)
-problems are retired and hopeless (< low) ones deferred, and both are re-checked once
-`recheck_every` steps (default: one epoch, pool / prompts_per_step) have passed since they were
-last seen. That is the per-epoch re-filter of the seeds, done per problem as its epoch comes up.
-With `band=False` it is a plain pool sampler (least recently seen first, every problem once per
-sweep), which is what dynamic sampling uses when the curriculum is off.
+a built-in task) in sweeps: the least recently seen eligible problems first, unseen ones before
+all others, so every eligible problem is probed once per sweep and none is drilled. A problem is
+*active* while its estimated pass rate lies in [low, high]; solved (> high) problems are retired
+and hopeless (< low) ones deferred, i.e. skipped, until `recheck_every` steps (default: one epoch,
+pool / prompts_per_step) have passed since they were last seen, when they are *due* and drawn
+again. That is the per-epoch re-filter of the seeds, done per problem as its epoch comes up.
+Re-drawing in-band problems more often than once per sweep was tried and measured worse on the
+built-in task (fewer distinct problems, lower held-out accuracy; experiments/README.md).
+With `band=False` nothing is skipped: a plain pool sampler, which dynamic sampling uses when the
+curriculum is off.
 
 `dynamic_sample` is DAPO's dynamic sampling (arXiv:2503.14476 §3.2): groups whose reward
 variance is zero (std <= std_tol, so continuous rewards get a tolerance) are dropped and the
@@ -121,13 +124,13 @@ class CurriculumSampler:
             self.tracker.import_file(cfg.init_path, {p.id for p in self.pool})
 
     def status(self, pid: str, step: int) -> str:
-        """unseen | stale | active | retired | deferred | due (retired or deferred, re-check now)."""
+        """unseen | active | retired | deferred | due (retired or deferred, to be re-checked now)."""
         est, last = self.tracker.estimate(pid), self.tracker.last_step(pid)
         if est is None or last is None:
             return "unseen"
         age = step - last
         if not self.band or self.cfg.low <= est <= self.cfg.high:
-            return "stale" if age >= self.cfg.reprobe_every else "active"
+            return "active"
         if age >= self.recheck:
             return "due"
         return "retired" if est > self.cfg.high else "deferred"
@@ -148,24 +151,16 @@ class CurriculumSampler:
         return self._pick(step, n, random.Random(f"{self.seed}/{step}/refill/{round_}"), exclude)
 
     def _pick(self, step: int, count: int, rng: random.Random, exclude: set[str]) -> list[Problem]:
+        """Least recently seen eligible problems first (unseen ones count as oldest), ties in a
+        seeded shuffle: a sweep that shows each eligible problem once before any twice."""
         order = [i for i in range(len(self.pool)) if self.pool[i].id not in exclude]
         rng.shuffle(order)
-        status = {i: self.status(self.pool[i].id, step) for i in order}
-        # Stale problems are still in the band: they may be drawn as active or, oldest first, as probes.
-        probe = sorted((i for i in order if status[i] in ("unseen", "stale", "due")), key=self._age_key)
-        active = [i for i in order if status[i] in ("active", "stale")]
-        if not self.band:
-            chosen = probe[:count]
+        order.sort(key=self._age_key)                    # stable: the shuffle breaks ties
+        skip = ("retired", "deferred") if self.band else ()
+        chosen = [i for i in order if self.status(self.pool[i].id, step) not in skip][:count]
+        if len(chosen) < count:                          # everything filtered: oldest of the rest
             taken = set(chosen)
-            chosen += sorted((i for i in active if i not in taken), key=self._age_key)[:count - len(chosen)]
-        else:
-            n_probe = min(len(probe), max(math.ceil(self.cfg.probe_frac * count), count - len(active)))
-            chosen = probe[:n_probe]
-            taken = set(chosen)
-            chosen += [i for i in active if i not in taken][:count - n_probe]
-        if len(chosen) < count:
-            taken = set(chosen)
-            chosen += sorted((i for i in order if i not in taken), key=self._age_key)[:count - len(chosen)]
+            chosen += [i for i in order if i not in taken][:count - len(chosen)]
         return [self.pool[i] for i in chosen]
 
     def _age_key(self, i: int) -> int:

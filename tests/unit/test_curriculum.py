@@ -52,19 +52,18 @@ def test_tracker_export_then_import_seeds_estimates(tmp_path):
 
 
 def cfg(**kw) -> CurriculumConfig:
-    base = dict(enabled=True, low=0.1, high=0.9, ema=1.0, reprobe_every=5, recheck_every=10,
-                probe_frac=0.25, pool_size=8)
+    base = dict(enabled=True, low=0.1, high=0.9, ema=1.0, recheck_every=10, pool_size=8)
     base.update(kw)
     return CurriculumConfig(**base)
 
 
-def test_status_band_retire_defer_recheck_and_reprobe():
+def test_status_band_retire_defer_and_recheck():
     pool = [problem(i) for i in range(4)]
     s = CurriculumSampler(pool, 2, seed=0, cfg=cfg())
     s.step = 0
     s.observe([group(pool[0], [1, 0, 0, 0]), group(pool[1], [1, 1, 1, 1]), group(pool[2], [0, 0, 0, 0])])
     assert [s.status(p.id, 1) for p in pool] == ["active", "retired", "deferred", "unseen"]
-    assert s.status("p0", 5) == "stale"                   # active, not seen for reprobe_every
+    assert s.status("p1", 9) == "retired"
     assert s.status("p1", 10) == "due" and s.status("p2", 10) == "due"
 
 
@@ -73,16 +72,27 @@ def test_recheck_defaults_to_one_epoch():
     assert s.recheck == 3                                # ceil(10 / 4)
 
 
-def test_batches_skip_retired_and_deferred_and_reserve_probes():
+def test_batches_sweep_oldest_first_and_skip_retired_and_deferred():
     pool = [problem(i) for i in range(8)]
-    s = CurriculumSampler(pool, 4, seed=0, cfg=cfg(reprobe_every=100, recheck_every=100))
+    s = CurriculumSampler(pool, 3, seed=0, cfg=cfg(recheck_every=100))
     s.step = 0
-    s.observe([group(pool[i], [1, 0]) for i in range(4)]          # p0..p3 active (0.5)
-              + [group(pool[4], [1, 1]), group(pool[5], [0, 0])])  # p4 retired, p5 deferred
-    batch = [p.id for p in s.next_batch(1)]
-    assert "p4" not in batch and "p5" not in batch
-    assert sum(pid in ("p6", "p7") for pid in batch) == 1         # ceil(0.25 * 4) unseen probe
-    assert batch == [p.id for p in s.next_batch(1)]               # same step, same draw
+    s.observe([group(pool[4], [1, 1]), group(pool[5], [0, 0])])   # p4 retired, p5 deferred
+    s.step = 1
+    s.observe([group(pool[i], [1, 0]) for i in range(4)])          # p0..p3 active, seen at 1
+    batch = [p.id for p in s.next_batch(2)]
+    assert sorted(batch[:2]) == ["p6", "p7"]                       # unseen first
+    assert batch[2] in {"p0", "p1", "p2", "p3"}                    # then the oldest in-band
+    assert batch == [p.id for p in s.next_batch(2)]               # same step, same draw
+    s.observe([group(p, [1, 0]) for p in s.next_batch(2)])
+    later = {p.id for p in s.next_batch(3)}
+    assert later <= {"p0", "p1", "p2", "p3"} and batch[2] not in later
+
+
+def test_everything_filtered_falls_back_to_the_oldest():
+    pool = [problem(i) for i in range(3)]
+    s = CurriculumSampler(pool, 2, seed=0, cfg=cfg(recheck_every=100))
+    s.observe([group(p, [1, 1]) for p in pool])                    # all retired at step 0
+    assert len(s.next_batch(1)) == 2
 
 
 def test_plain_pool_mode_sweeps_every_problem_before_repeating():
@@ -107,10 +117,10 @@ def test_state_round_trip_is_exact_and_plain():
             sampler.observe([group(p, [int(p.id[1:]) % 3 == 0, step % 2]) for p in batch])
         return out
 
-    a = CurriculumSampler(pool, 4, seed=3, cfg=cfg(reprobe_every=3, recheck_every=4))
+    a = CurriculumSampler(pool, 4, seed=3, cfg=cfg(recheck_every=4))
     first = drive(a, range(5))
     state = json.loads(json.dumps(a.state_dict()))                # plain types only
-    b = CurriculumSampler(pool, 4, seed=3, cfg=cfg(reprobe_every=3, recheck_every=4))
+    b = CurriculumSampler(pool, 4, seed=3, cfg=cfg(recheck_every=4))
     b.load_state_dict(state)
     assert drive(a, range(5, 12)) == drive(b, range(5, 12))
     assert a.state_dict() == b.state_dict() and first
@@ -156,8 +166,8 @@ def test_reward_std_tolerates_continuous_rewards():
 
 
 def test_config_rejects_bad_curriculum_values():
-    with pytest.raises(ConfigError, match="curriculum.probe_frac"):
-        config_mod.load(None, ["curriculum.probe_frac=1.5"])
+    with pytest.raises(ConfigError, match="curriculum.recheck_every"):
+        config_mod.load(None, ["curriculum.recheck_every=-1"])
     with pytest.raises(ConfigError, match="dynamic_sampling.oversample"):
         config_mod.load(None, ["dynamic_sampling.oversample=0.5"])
 
