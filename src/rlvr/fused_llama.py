@@ -111,10 +111,8 @@ def run_layers(w: Weights, h: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
     b, t, _ = h.shape
     hd, nh, nk = w.head_dim, w.heads, w.kv_heads
     for i, layer in enumerate(w.layers):
-        q, k, v = F.linear(w.norm(h, layer.norm1), layer.wqkv, layer.bqkv).split(
-            [nh * hd, nk * hd, nk * hd], -1)
-        q = _rotate(q.view(b, t, nh, hd).transpose(1, 2), cos, sin)
-        k = _rotate(k.view(b, t, nk, hd).transpose(1, 2), cos, sin)
+        qk, v = F.linear(w.norm(h, layer.norm1), layer.wqkv, layer.bqkv).split([(nh + nk) * hd, nk * hd], -1)
+        q, k = _rotate(qk.view(b, t, nh + nk, hd).transpose(1, 2), cos, sin).split([nh, nk], 1)
         o = attend(i, q, k, v.view(b, t, nk, hd).transpose(1, 2))
         h = h + F.linear(o.transpose(1, 2).reshape(b, t, nh * hd), layer.wo, layer.bo).float()
         gate, up = F.linear(w.norm(h, layer.norm2), layer.wgu, layer.bgu).chunk(2, -1)
@@ -202,8 +200,7 @@ class Decoder:
             self.v_cache[i][:, :, start:end] = v.repeat_interleave(repeat, 0) if repeat > 1 else v
             if start > 0:   # decoding: attend over everything cached so far
                 k, v = self.k_cache[i][:, :, :end], self.v_cache[i][:, :, :end]
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask,
-                                                  enable_gqa=k.shape[1] != q.shape[1])
+            return eager_attention(q, k, v, attn_mask)
 
         h = run_layers(self.w, F.embedding(ids, self.w.embed).float(), cos, sin, attend)
         out = logits(self.w, h[:, -1])   # [B, V]

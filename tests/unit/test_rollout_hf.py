@@ -124,3 +124,14 @@ def test_bf16_decode_stays_close_to_float32(tiny):
         lp32, lp16 = g32.completions[0].logprobs[0], g16.completions[0].logprobs[0]
         assert abs(lp32 - lp16) < 0.05   # same first step, bf16 rounding of ~1e-2 relative at most
     assert next(model.parameters()).dtype == torch.float32   # master weights untouched
+
+
+def test_generate_restores_the_thread_count(tiny):
+    model, tokenizer = tiny
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        HFEngine(model, tokenizer).generate(PROBLEMS[:1], 2, SamplingParams(max_new_tokens=3), 0)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
