@@ -24,7 +24,7 @@ NAME = "parser_hack"
 RATE = "behaviour/multi_answer_rate"
 
 
-def main(steps: int = 30) -> None:
+def main(steps: int = 60) -> None:
     register()
     sft = cold_start("hedge", MultiAnswerTask(3, "+"), 0.2)
     d = ROOT / NAME / "data"
@@ -75,4 +75,4 @@ if __name__ == "__main__":
     import torch
 
     torch.set_num_threads(1)
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 30)
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 60)
