@@ -41,7 +41,8 @@ class Run:
         self.cfg = cfg
         self.dir = Path(cfg.run.dir)
         self.ckpt_root = self.dir / "checkpoints"
-        self.timings: dict[str, float] = {}
+        self.timings: dict[str, float] = {}     # timing/* of the current step
+        self.extras: dict[str, Any] = {}        # other per-step metrics from the stages
         self.best: tuple[float, Path | None] = (float("-inf"), None)
         self.bad_steps = 0
         self.start_step = 0
@@ -116,7 +117,7 @@ class Run:
             self.bar = bar
             for step in range(self.start_step, self.cfg.grpo.steps):
                 self.step_started = time.perf_counter()
-                self.timings = {}
+                self.timings, self.extras = {}, {}
                 yield step
 
     def seed_for(self, step: int, stream: str = "rollout") -> int:
@@ -144,18 +145,17 @@ class Run:
             self.verify(groups)
             return groups
 
-        # Run.log merges self.timings into the step record: the channel for per-step extras.
         if not ds.enabled:
             groups = roll(list(problems), 0)
-            self.timings["dynamic/generated_completions"] = float(sum(len(x.completions) for x in groups))
+            self.extras["dynamic/generated_completions"] = float(sum(len(x.completions) for x in groups))
         else:
             result = dynamic_sample(problems, len(problems), roll,
                                     lambda r, k, used: self.sampler.refill(step, r, k, used), g,
                                     ds.max_rounds, ds.std_tol, ds.oversample, ds.max_completions)
             self.sampler.observe(result.unused)     # dropped groups still inform the pass rates
-            self.timings.update(result.metrics())
+            self.extras.update(result.metrics())
             groups = result.groups
-        self.timings.update(behaviour_metrics(groups))
+        self.extras.update(behaviour_metrics(groups))
         return groups
 
     def verify(self, groups: Sequence[Group]) -> None:
@@ -173,8 +173,8 @@ class Run:
         record.update(step_metrics(groups, advantages, self.cfg.rollout.max_new_tokens))
         record.update(stats)
         record.update(self.timings)
+        record.update(self.extras)
         record["tokens_per_s"] = record["completions/total_tokens"] / max(1e-9, self.timings["timing/step"])
-        self._check_finite(step, stats)
         self.log_out.write(record)
         for alarm in self.doctor.observe(step, record):
             self.log_out.write({"step": step, "event": "alarm", **alarm})
@@ -182,15 +182,13 @@ class Run:
         if self.cfg.run.transcripts_every and step % self.cfg.run.transcripts_every == 0:
             self.log_out.write_transcripts(step, groups, advantages)
         self.bar.update(step + 1, record)
+        self._check_finite(step, stats)
         return record
 
     def _check_finite(self, step: int, stats: dict[str, float]) -> None:
+        """Count updates skipped for NaN/inf (the doctor raises the alarm); stop after K in a row."""
         bad = any(isinstance(v, float) and v != v for v in stats.values())
         self.bad_steps = self.bad_steps + 1 if bad else 0
-        if bad:
-            self.log_out.write({"step": step, "event": "alarm", "name": "non_finite_update",
-                                "message": "loss or gradient was NaN/inf; the update was skipped",
-                                "action": "lower grpo.lr, check rewards for NaN, or use float32"})
         if self.bad_steps >= self.cfg.run.max_bad_steps:
             raise UserError(f"stopping: {self.bad_steps} updates in a row had NaN/inf loss or "
                             f"gradients (step {step}); lower grpo.lr or check the model dtype")
@@ -245,6 +243,7 @@ class Run:
                    "heldout_size": len(self.heldout), "wall_seconds": wall_seconds,
                    "best_checkpoint": str(self.best[1]) if self.best[1] else None}
         (self.dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        self.sampler.export(self.dir / "pass_rates.jsonl")
         self.log_out.close()
         for verifier in self.verifiers.values():  # stops verifier worker processes
             getattr(verifier, "close", lambda: None)()

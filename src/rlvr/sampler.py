@@ -30,6 +30,10 @@ class TaskSampler:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         return None
 
+    def export(self, path) -> None:
+        """No pass rates are tracked without the curriculum: nothing to export."""
+        return None
+
 
 class DatasetSampler:
     def __init__(self, problems: Sequence[Problem], prompts_per_step: int, seed: int):
@@ -57,3 +61,7 @@ class DatasetSampler:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.cursor = int(state.get("cursor", 0))
+
+    def export(self, path) -> None:
+        """No pass rates are tracked without the curriculum: nothing to export."""
+        return None

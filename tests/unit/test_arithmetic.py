@@ -47,4 +47,5 @@ def test_verifier_is_strict_about_the_final_answer():
     scores = v.score_batch(list(cases), [p] * len(cases))
     assert [s.reward for s in scores] == list(cases.values())
     assert scores[2].flags == ("no_answer",)
+    assert scores[6].flags == ("multiple_answers",)
     assert scores[0].correct and not scores[3].correct

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
 from rlvr.types import Problem, Score
 
 ANSWER_MARK = ">"
+_NUMBERS = re.compile(r"\d+")
 _HELDOUT_BUCKETS = 10  # 1 in 10 problems (by hash) is held out
 
 
@@ -127,6 +129,7 @@ class ArithmeticVerifier:
                 scores.append(Score(0.0, False, ("no_answer",), None))
                 continue
             ok = got == str(problem.reference)
-            flags = () if ok or got.isdigit() else ("malformed",)
+            flags = () if ok or got.isdigit() else \
+                ("multiple_answers",) if len(_NUMBERS.findall(got)) > 1 else ("malformed",)
             scores.append(Score(1.0 if ok else 0.0, ok, flags, got))
         return scores
