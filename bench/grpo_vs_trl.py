@@ -213,9 +213,13 @@ def bare_math_seconds(model, dtype, prefill_tokens: int, rows: int, new_tokens: 
 
     weights = [m.weight.detach().to(dtype) for m in model.modules() if isinstance(m, torch.nn.Linear)]
     trainable = [w.clone().requires_grad_() for w in weights]
-    prefill = [torch.randn(prefill_tokens, w.shape[1], dtype=dtype) for w in weights]
-    step = [torch.randn(rows, w.shape[1], dtype=dtype) for w in weights]
-    train = [torch.randn(train_tokens, w.shape[1], dtype=dtype, requires_grad=True) for w in weights]
+    gen = torch.Generator().manual_seed(0)   # not the global RNG: TRL samples from that one
+
+    def data(n, w):
+        return torch.randn(n, w.shape[1], generator=gen).to(dtype)
+
+    prefill, step = [data(prefill_tokens, w) for w in weights], [data(rows, w) for w in weights]
+    train = [data(train_tokens, w).requires_grad_() for w in weights]
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
