@@ -41,7 +41,9 @@ def cold_start(cfg, out: Path, stop_accuracy: float, say) -> float:
         model.train()
         return acc
 
-    sft_cfg = SFTConfig(steps=800, stop_accuracy=stop_accuracy, min_steps=100, eval_every=10,
+    # At least 200 steps: a model that has only just begun to solve problems greedily samples
+    # almost no correct answers at temperature 1, and GRPO then has too little signal.
+    sft_cfg = SFTConfig(steps=800, stop_accuracy=stop_accuracy, min_steps=200, eval_every=5,
                         seed=cfg.seed)
     result = sft(model, tokenizer, task_pairs(task, tokenizer, sft_cfg.batch_size, cfg.seed), sft_cfg,
                  evaluate=evaluate)
