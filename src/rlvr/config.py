@@ -27,7 +27,7 @@ class RunConfig:
     best_metric: str = "eval/accuracy"
     eval_every: int = 25            # steps between held-out evaluations (0: only at the end)
     resume: str = "auto"            # auto | never | PATH to a checkpoint directory
-    threads: int = 0                # torch intra-op threads (0: min(2, cores))
+    threads: int = 0                # torch intra-op threads (0: 1 on <= 2 cores, else cores // 2)
     progress: bool = True
     report: bool = True             # write report.html at the end
     transcripts_every: int = 10     # steps between sampled transcripts written to transcripts.jsonl
