@@ -62,7 +62,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--max-new-tokens", type=int, default=48)
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--lr", type=float, default=5e-5)
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0: min(2, cores), as run.threads)")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0: the run.threads default, 1 on <= 2 cores)")
     p.add_argument("--stop-accuracy", type=float, default=0.2, help="SFT cold start stops here")
     p.add_argument("--heldout", type=int, default=200, help="held-out problems for the final accuracy")
     p.add_argument("--workdir", default=str(REPO / "runs" / "bench_grpo_vs_trl"))
