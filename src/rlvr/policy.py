@@ -69,7 +69,8 @@ def encode_prompt(tokenizer, problem: Problem, use_chat_template: bool = True) -
     if isinstance(prompt, list):
         if use_chat_template and getattr(tokenizer, "chat_template", None):
             ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True)
-            return list(ids["input_ids"] if isinstance(ids, dict) else ids)
+            # transformers 5 returns a BatchEncoding (a mapping, not a dict); 4.x a list of ids
+            return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
         prompt = "\n".join(f"{m['role']}: {m['content']}" for m in prompt) + "\nassistant:"
     return list(tokenizer(prompt)["input_ids"])
 
