@@ -13,7 +13,6 @@ that extract nothing (e.g. wrapped TRL reward functions) give maj@k = 0, and `ha
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Sequence
 
 from rlvr.algo.passk import maj_at_k_one, pass_at_k
@@ -109,6 +108,3 @@ def vote_curve(groups: Sequence[Group], seed: int = 0) -> list[dict[str, float]]
     metrics = sampled_metrics(groups, ks, seed)
     return [{"k": k, "maj": metrics[f"maj@{k}"], "pass": metrics[f"pass@{k}"]} for k in ks]
 
-
-def answer_histogram(group: Group) -> Counter:
-    return Counter(c.score.extracted for c in group.completions if c.score and c.score.extracted)

@@ -17,7 +17,7 @@ from rlvr.evaluate import greedy_accuracy
 from rlvr.policy import load_policy
 from rlvr.rollout.hf import HFEngine
 from rlvr.setup import build_task, set_threads
-from rlvr.sft import SFTConfig, sft, task_pairs
+from rlvr.sft import SFTConfig, sft, task_pairs, task_probe
 from rlvr.tasks.arithmetic import ArithmeticVerifier
 from rlvr.tasks.tiny_model import save_tiny_model
 from rlvr.train import train
@@ -30,16 +30,13 @@ def cold_start(cfg, out: Path, stop_accuracy: float, say) -> float:
     task = build_task(cfg)
     save_tiny_model(out / "init", seed=cfg.seed)
     model, tokenizer = load_policy(str(out / "init"))
-    engine = HFEngine(model, tokenizer)
-    verifiers = {"arithmetic": ArithmeticVerifier()}
-    probe = task.heldout(200, seed=99)
 
-    def evaluate(step: int) -> float:
-        acc = greedy_accuracy(engine, probe, verifiers, cfg.rollout.max_new_tokens)["eval/accuracy"]
+    def report(step: int, acc: float) -> None:
         if step % 50 == 0 or acc >= stop_accuracy:
             say(f"  sft step {step:4d}: held-out subset accuracy {acc:.1%}")
-        model.train()
-        return acc
+
+    evaluate = task_probe(model, tokenizer, task, max_new_tokens=cfg.rollout.max_new_tokens,
+                          report=report)
 
     # At least 200 steps: a model that has only just begun to solve problems greedily samples
     # almost no correct answers at temperature 1, and GRPO then has too little signal.

@@ -27,9 +27,9 @@ from rlvr.algo.losses import AGGREGATIONS
 from rlvr.config import Config
 from rlvr.errors import UserError
 from rlvr.evaluate import greedy_accuracy, score_groups
-from rlvr.monitor import MetricsLog
+from rlvr.monitor import MetricsLog, read_metrics
 from rlvr.rollout.base import SamplingParams
-from rlvr.setup import build_engine, check_engine, build_problems, build_verifiers, set_threads
+from rlvr.setup import build_engine, build_problems, build_sampler, check_engine, set_threads
 from rlvr.schedule import lr_multiplier
 from rlvr.stats import step_metrics
 from rlvr.types import Group, Problem
@@ -92,7 +92,7 @@ class Run:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lr_multiplier(g.lr_schedule, g.steps, g.warmup_steps, g.min_lr_ratio))
         self.engine = build_engine(cfg, self.policy, self.tokenizer)
-        self.sampler = self._build_sampler()
+        self.sampler = build_sampler(cfg, self.task, self.train_problems)
         from rlvr.doctor import Doctor
         self.doctor = Doctor(cfg)
         self.advantage_fn = ADVANTAGES[g.advantage]
@@ -104,10 +104,6 @@ class Run:
         r = cfg.rollout
         self.sampling = SamplingParams(r.temperature, r.top_p, r.max_new_tokens)
         self.pad_id = self.engine.pad_id
-
-    def _build_sampler(self):
-        from rlvr.setup import build_sampler
-        return build_sampler(self.cfg, self.task, self.train_problems)
 
     # ---- the verbs used by train() -------------------------------------------------------------
 
@@ -238,7 +234,7 @@ class Run:
         final = self.dir / "final"
         self.policy.save_pretrained(final)
         self.tokenizer.save_pretrained(final)
-        evals = [r for r in _read_jsonl(self.dir / "metrics.jsonl") if "eval/accuracy" in r]
+        evals = [r for r in read_metrics(self.dir) if "eval/accuracy" in r]
         summary = {"steps": self.cfg.grpo.steps, "final_accuracy": evals[-1]["eval/accuracy"] if evals else None,
                    "heldout_size": len(self.heldout), "wall_seconds": wall_seconds,
                    "best_checkpoint": str(self.best[1]) if self.best[1] else None}
@@ -249,8 +245,3 @@ class Run:
             getattr(verifier, "close", lambda: None)()
         return summary
 
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(l) for l in path.read_text().splitlines() if l.strip()]

@@ -39,11 +39,14 @@ class DatasetSampler:
     def __init__(self, problems: Sequence[Problem], prompts_per_step: int, seed: int):
         self.problems, self.n, self.seed = list(problems), prompts_per_step, seed
         self.cursor = 0  # problems consumed since the start of training
+        self._epoch_order: tuple[int, list[int]] = (-1, [])  # derived from (seed, epoch); not state
 
     def _order(self, epoch: int) -> list[int]:
-        order = list(range(len(self.problems)))
-        random.Random(f"{self.seed}/epoch/{epoch}").shuffle(order)
-        return order
+        if self._epoch_order[0] != epoch:
+            order = list(range(len(self.problems)))
+            random.Random(f"{self.seed}/epoch/{epoch}").shuffle(order)
+            self._epoch_order = (epoch, order)
+        return self._epoch_order[1]
 
     def next_batch(self, step: int) -> list[Problem]:
         out, size = [], len(self.problems)

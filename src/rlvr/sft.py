@@ -92,6 +92,27 @@ def distill_pairs(teacher_engine, tokenizer, problems: Sequence[Problem], verifi
     return pairs
 
 
+def task_probe(model, tokenizer, task, *, n: int = 200, max_new_tokens: int = 48,
+               report: Callable[[int, float], None] | None = None) -> Callable[[int], float]:
+    """evaluate(step) for `sft`: greedy accuracy on a fixed held-out probe of the built-in task
+    (n problems, seed 99), reported to `report(step, accuracy)`; leaves the model in train mode."""
+    from rlvr.evaluate import greedy_accuracy
+    from rlvr.rollout.hf import HFEngine
+    from rlvr.tasks.arithmetic import ArithmeticVerifier
+
+    probe, engine = task.heldout(n, seed=99), HFEngine(model, tokenizer)
+    verifiers = {"arithmetic": ArithmeticVerifier()}
+
+    def evaluate(step: int) -> float:
+        acc = greedy_accuracy(engine, probe, verifiers, max_new_tokens)["eval/accuracy"]
+        if report:
+            report(step, acc)
+        model.train()
+        return acc
+
+    return evaluate
+
+
 def sft_loss(model, batch: list[Pair], pad_id: int) -> torch.Tensor:
     prompt_ids, prompt_mask = left_pad([p for p, _ in batch], pad_id)
     comp_ids, comp_mask = right_pad([c for _, c in batch], pad_id)

@@ -48,26 +48,17 @@ def _check(args: argparse.Namespace) -> None:
 
 def run_sft(args: argparse.Namespace) -> int:
     _check(args)
-    from rlvr.evaluate import greedy_accuracy
     from rlvr.policy import load_policy
-    from rlvr.rollout.hf import HFEngine
     from rlvr.setup import set_threads
-    from rlvr.sft import SFTConfig, sft
-    from rlvr.tasks.arithmetic import ArithmeticTask, ArithmeticVerifier
+    from rlvr.sft import SFTConfig, sft, task_probe
+    from rlvr.tasks.arithmetic import ArithmeticTask
 
     set_threads(args.threads)
     task = ArithmeticTask(args.digits, args.ops)
     model, tokenizer = load_policy(args.model, seed=args.seed)
     batches = _batches(args, task, tokenizer)
-    probe = task.heldout(200, seed=99)
-    verifiers = {"arithmetic": ArithmeticVerifier()}
-    engine = HFEngine(model, tokenizer)
-
-    def evaluate(step: int) -> float:
-        acc = greedy_accuracy(engine, probe, verifiers, 48)["eval/accuracy"]
-        print(f"sft step {step}: held-out accuracy {acc:.1%}", flush=True)
-        model.train()
-        return acc
+    evaluate = task_probe(model, tokenizer, task, report=lambda step, acc: print(
+        f"sft step {step}: held-out accuracy {acc:.1%}", flush=True))
 
     cfg = SFTConfig(steps=args.steps, batch_size=args.batch_size, lr=args.lr,
                     warmup_steps=args.warmup_steps, stop_accuracy=args.stop_accuracy, seed=args.seed)

@@ -10,24 +10,15 @@ def make_cold_start(path: str | Path, digits: int = 2, steps: int = 400, seed: i
                     eval_every: int = 10, say=None) -> Path:
     """Random tiny Llama + SFT on reasoner traces until a 100-problem held-out probe reaches
     `stop_accuracy` (checked every `eval_every` steps) or `steps` run out; saved as a HF checkpoint."""
-    from rlvr.evaluate import greedy_accuracy
     from rlvr.policy import load_policy
-    from rlvr.rollout.hf import HFEngine
-    from rlvr.sft import SFTConfig, sft, task_pairs
-    from rlvr.tasks.arithmetic import ArithmeticTask, ArithmeticVerifier
+    from rlvr.sft import SFTConfig, sft, task_pairs, task_probe
+    from rlvr.tasks.arithmetic import ArithmeticTask
 
     path = Path(path)
     model, tokenizer = load_policy("builtin:tiny-llama", seed=seed)
     task = ArithmeticTask(digits, ops)
-    probe, engine = task.heldout(100, seed=99), HFEngine(model, tokenizer)
-    verifiers = {"arithmetic": ArithmeticVerifier()}
-
-    def evaluate(step: int) -> float:
-        acc = greedy_accuracy(engine, probe, verifiers, 10 * digits + 8)["eval/accuracy"]
-        if say:
-            say(f"cold start step {step}: probe accuracy {acc:.0%}")
-        model.train()
-        return acc
+    report = (lambda step, acc: say(f"cold start step {step}: probe accuracy {acc:.0%}")) if say else None
+    evaluate = task_probe(model, tokenizer, task, n=100, max_new_tokens=10 * digits + 8, report=report)
 
     cfg = SFTConfig(steps=steps, batch_size=batch_size, warmup_steps=min(50, steps // 3), seed=seed,
                     eval_every=eval_every, stop_accuracy=stop_accuracy)
