@@ -89,7 +89,7 @@ def rlvr_config(args, sft_path: Path, run_dir: Path):
 
 def cold_start_checkpoint(args, cfg, say) -> Path:
     """rlvr's SFT cold start, cached in the workdir per (seed, stop accuracy)."""
-    from rlvr.quickstart import cold_start
+    from rlvr.cli.quickstart import cold_start
 
     out = Path(args.workdir) / f"cold_start_seed{args.seed}_acc{args.stop_accuracy}"
     if (out / "sft" / "config.json").is_file():
@@ -119,7 +119,7 @@ class Baton:
 def run_rlvr(cfg, baton: Baton, result: dict) -> None:
     """`rlvr.train.train(cfg)` unchanged, except that each step waits for its turn."""
     import rlvr.train
-    from rlvr.run import Run
+    from rlvr.training.run import Run
 
     class TakingTurns(Run):
         def steps(self):
@@ -182,7 +182,7 @@ def trl_trainer(args, sft_path: Path, problems, out_dir: Path, baton: Baton, tim
 
 
 def heldout_accuracy(model, tokenizer, problems, max_new: int) -> float:
-    from rlvr.evaluate import greedy_accuracy
+    from rlvr.evaluation.metrics import greedy_accuracy
     from rlvr.rollout.hf import HFEngine
     from rlvr.tasks.arithmetic import ArithmeticVerifier
 
@@ -306,9 +306,10 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     _require_trl()
     from rlvr import config as config_mod
-    from rlvr.policy import load_policy, quiet_transformers
-    from rlvr.setup import build_task, set_threads
-    from rlvr.sampler import TaskSampler
+    from rlvr.models.policy import load_policy
+    from rlvr.models.quiet import quiet_transformers
+    from rlvr.training.setup import build_task, set_threads
+    from rlvr.sampling.sampler import TaskSampler
 
     quiet_transformers()
     warnings.filterwarnings("ignore", category=FutureWarning)   # transformers' renames, not ours

@@ -31,12 +31,12 @@ def cold_start(name: str, task, stop_accuracy: float, seed: int = 0, max_new_tok
     out = ROOT / f"sft-{name}"
     if (out / "sft" / "config.json").is_file():
         return out / "sft"
-    from rlvr.evaluate import greedy_accuracy
-    from rlvr.policy import load_policy
+    from rlvr.evaluation.metrics import greedy_accuracy
+    from rlvr.models.policy import load_policy
     from rlvr.rollout.hf import HFEngine
-    from rlvr.sft import SFTConfig, sft, task_pairs
+    from rlvr.training.sft import SFTConfig, sft, task_pairs
     from rlvr.tasks.arithmetic import ArithmeticVerifier
-    from rlvr.tasks.tiny_model import save_tiny_model
+    from rlvr.models.tiny import save_tiny_model
 
     save_tiny_model(out / "init", seed=seed)
     model, tokenizer = load_policy(str(out / "init"))
@@ -76,7 +76,7 @@ def write_problems(path: Path, problems: Sequence[Problem], verifier: str = "ari
 
 
 def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
-    from rlvr.monitor import read_metrics as read
+    from rlvr.monitor.log import read_metrics as read
     return read(run_dir)
 
 
@@ -112,8 +112,8 @@ def run_arm(experiment: str, arm: str, overrides: Sequence[str], config: str = "
 def accuracy_of(model_path: Path, problems_path: Path, max_new_tokens: int = 48) -> float:
     """Greedy held-out accuracy of a saved model (the step-0 point of a curve)."""
     from rlvr.data import load_problems
-    from rlvr.evaluate import greedy_accuracy
-    from rlvr.policy import load_policy
+    from rlvr.evaluation.metrics import greedy_accuracy
+    from rlvr.models.policy import load_policy
     from rlvr.rollout.hf import HFEngine
     from rlvr.tasks.arithmetic import ArithmeticVerifier
 

@@ -33,7 +33,25 @@ def pytest_collection_modifyitems(config, items):
 def cold_start_model(tmp_path_factory):
     """The built-in tiny Llama after SFT on 3-digit addition, stopped once a held-out probe passes
     20 %: partial accuracy, so GRPO has signal and room to improve."""
-    from rlvr.tasks.fixtures import make_cold_start
-
     path = tmp_path_factory.mktemp("cold") / "sft"
     return make_cold_start(path, digits=3, stop_accuracy=0.2)
+
+
+def make_cold_start(path, digits: int = 2, steps: int = 400, seed: int = 0, batch_size: int = 64,
+                    ops: str = "+", stop_accuracy: float = 0.15, eval_every: int = 10):
+    """Random tiny Llama + SFT on reasoner traces until a 100-problem held-out probe reaches
+    `stop_accuracy` (checked every `eval_every` steps) or `steps` run out; saved as a HF checkpoint."""
+    from rlvr.models.policy import load_policy
+    from rlvr.tasks.arithmetic import ArithmeticTask
+    from rlvr.training.sft import SFTConfig, sft, task_pairs, task_probe
+
+    model, tokenizer = load_policy("builtin:tiny-llama", seed=seed)
+    task = ArithmeticTask(digits, ops)
+    evaluate = task_probe(model, tokenizer, task, n=100, max_new_tokens=10 * digits + 8)
+    cfg = SFTConfig(steps=steps, batch_size=batch_size, warmup_steps=min(50, steps // 3), seed=seed,
+                    eval_every=eval_every, stop_accuracy=stop_accuracy)
+    sft(model, tokenizer, task_pairs(task, tokenizer, batch_size, seed), cfg,
+        evaluate=evaluate if stop_accuracy else None)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path

@@ -1,4 +1,4 @@
-"""`train(cfg)`: the GRPO loop. Each line is one verb; the plumbing lives in `run.py`."""
+"""`train(cfg)`: the GRPO loop. Each line is one verb; the plumbing lives in `training/run.py`."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 import torch
 
 from rlvr.config import Config
-from rlvr.run import Run
-from rlvr.update import build_batch, update_policy
+from rlvr.training.run import Run
+from rlvr.training.update import build_batch, update_policy
 
 
 # The LR schedule follows training steps; a step whose groups all had zero advantage makes no

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rlvr.cli import main
+from rlvr.cli.main import main
 
 GOOD_ROW = {"prompt": "12+34=", "reference": "46", "verifier": "arithmetic"}
 

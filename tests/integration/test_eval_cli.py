@@ -10,8 +10,8 @@ import json
 import pytest
 
 from rlvr.algo.passk import mean_pass_at_k
-from rlvr.cli import main
-from rlvr.tasks.tiny_model import save_tiny_model
+from rlvr.cli.main import main
+from rlvr.models.tiny import save_tiny_model
 from rlvr.types import Score
 from rlvr.verifiers.base import register_verifier
 

@@ -56,7 +56,7 @@ def test_verifier_exceptions_give_flagged_zero_rewards(tmp_path):
 
 
 def test_nan_gradients_skip_the_update_and_stop_after_k(tmp_path, monkeypatch):
-    import rlvr.update as update
+    import rlvr.training.update as update
 
     real = update.grpo_loss
 
@@ -91,8 +91,8 @@ class HalfVerifier:
 
 
 def test_nan_update_leaves_weights_untouched():
-    import rlvr.update as update
-    from rlvr.policy import load_policy
+    import rlvr.training.update as update
+    from rlvr.models.policy import load_policy
 
     model, tok = load_policy("builtin:tiny-llama")
     before = [p.detach().clone() for p in model.parameters()]

@@ -16,7 +16,7 @@ import pytest
 from matplotlib.figure import Figure
 from PIL import Image
 
-from rlvr.report import write_report
+from rlvr.report.html import write_report
 
 CHROMIUM = next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser"),
                              "/usr/bin/chromium") if p and Path(p).exists()), None)

@@ -101,7 +101,8 @@ def test_resume_continues_the_log_without_duplicates(tmp_path):
 
 
 def test_failed_checkpoint_write_keeps_the_previous_one(tmp_path, monkeypatch):
-    from rlvr import checkpoint, config
+    from rlvr.training import checkpoint
+    from rlvr import config
     from rlvr.train import train
 
     run_dir = tmp_path / "fail"

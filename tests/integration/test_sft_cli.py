@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from rlvr.cli import main
+from rlvr.cli.main import main
 
 
 def test_sft_from_jsonl_pairs(tmp_path):

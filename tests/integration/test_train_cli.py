@@ -13,8 +13,8 @@ def _records(run_dir: Path) -> list[dict]:
 
 
 def _greedy_accuracy(model_path: Path, n: int = 200) -> float:
-    from rlvr.evaluate import greedy_accuracy
-    from rlvr.policy import load_policy
+    from rlvr.evaluation.metrics import greedy_accuracy
+    from rlvr.models.policy import load_policy
     from rlvr.rollout.hf import HFEngine
     from rlvr.tasks.arithmetic import ArithmeticTask, ArithmeticVerifier
 

@@ -9,7 +9,7 @@ import pytest
 
 from rlvr import config as config_mod
 from rlvr.config import CurriculumConfig
-from rlvr.curriculum import (CurriculumSampler, PassRateTracker, dynamic_sample, export_from_checkpoint,
+from rlvr.sampling.curriculum import (CurriculumSampler, PassRateTracker, dynamic_sample, export_from_checkpoint,
                              reward_std)
 from rlvr.errors import ConfigError
 from rlvr.types import Completion, Group, Problem, Score
@@ -175,8 +175,8 @@ def test_config_rejects_bad_curriculum_values():
 def test_tiny_run_resumes_curriculum_and_dynamic_sampling_exactly(tmp_path):
     import torch
 
-    from rlvr.checkpoint import latest, load_state
-    from rlvr.monitor import read_metrics
+    from rlvr.training.checkpoint import latest, load_state
+    from rlvr.monitor.log import read_metrics
     from rlvr.train import train
 
     torch.set_num_threads(1)

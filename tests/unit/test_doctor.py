@@ -8,7 +8,7 @@ import math
 import pytest
 
 from rlvr import config as config_mod
-from rlvr.doctor import Doctor, behaviour_metrics
+from rlvr.monitor.doctor import Doctor, behaviour_metrics
 from rlvr.types import Completion, Group, Problem, Score
 
 K = 4
@@ -110,7 +110,7 @@ def test_behaviour_metrics_hand_counted():
 def test_tiny_real_run_with_learning_signal_raises_no_alarm(tmp_path):
     import torch
 
-    from rlvr.monitor import read_metrics
+    from rlvr.monitor.log import read_metrics
     from rlvr.train import train
     from rlvr.verifiers.base import CallableVerifier, register_verifier
 

@@ -3,8 +3,8 @@ import argparse
 import pytest
 
 from rlvr.errors import UserError
-from rlvr.eval_cli import add_arguments, parse_options
-from rlvr.evaluate import correct_counts, has_answers, sampled_metrics, vote_curve
+from rlvr.cli.eval import add_arguments, parse_options
+from rlvr.evaluation.metrics import correct_counts, has_answers, sampled_metrics, vote_curve
 from rlvr.types import Completion, Group, Problem, Score
 
 

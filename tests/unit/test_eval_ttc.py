@@ -3,11 +3,11 @@
 import pytest
 
 from rlvr.errors import UserError
-from rlvr.evaluate import score_groups
+from rlvr.evaluation.metrics import score_groups
 from rlvr.rollout.base import SamplingParams
 from rlvr.tasks.arithmetic import ArithmeticTask, ArithmeticVerifier, make_problem
-from rlvr.tasks.tiny_model import build_tokenizer
-from rlvr.ttc import budget_curve, marker_ids, temperature_sweep, ttc_metrics
+from rlvr.models.tiny import build_tokenizer
+from rlvr.evaluation.ttc import budget_curve, marker_ids, temperature_sweep, ttc_metrics
 from rlvr.types import Completion, Group
 
 TOK = build_tokenizer()
@@ -122,8 +122,8 @@ def test_greedy_continuations_match_the_engines_greedy_decode():
     import torch
 
     from rlvr.rollout.hf import HFEngine
-    from rlvr.tasks.tiny_model import build_model
-    from rlvr.ttc import greedy_continuations
+    from rlvr.models.tiny import build_model
+    from rlvr.evaluation.ttc import greedy_continuations
 
     torch.set_num_threads(1)
     model, tok = build_model(seed=3)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from rlvr import config
-from rlvr.policy import encode_prompt, load_policy
-from rlvr.tasks.tiny_model import build_tokenizer
+from rlvr.models.policy import encode_prompt, load_policy
+from rlvr.models.tiny import build_tokenizer
 from rlvr.types import Problem
 
 
@@ -21,7 +21,7 @@ def test_chat_template_is_applied_to_message_prompts():
 
 
 def test_saved_tiny_model_round_trips(tmp_path):
-    from rlvr.tasks.tiny_model import save_tiny_model
+    from rlvr.models.tiny import save_tiny_model
 
     save_tiny_model(tmp_path / "m", seed=1)
     model, tok = load_policy(str(tmp_path / "m"))
@@ -31,7 +31,7 @@ def test_saved_tiny_model_round_trips(tmp_path):
 
 
 def _run(tmp_path, beta):
-    from rlvr.run import Run
+    from rlvr.training.run import Run
 
     data = tmp_path / "d.jsonl"
     data.write_text(json.dumps({"prompt": "1+1=", "reference": "2", "verifier": "arithmetic"}) + "\n")

@@ -3,12 +3,12 @@
 import pytest
 import torch
 
-from rlvr.policy import completion_logits, left_pad, positions, token_logprobs
-from rlvr import fused_llama
+from rlvr.models.policy import completion_logits, left_pad, positions, token_logprobs
+from rlvr.models import fused_llama
 from rlvr.rollout.base import SamplingParams
 from rlvr.rollout.hf import HFEngine
 from rlvr.tasks.arithmetic import make_problem
-from rlvr.tasks.tiny_model import build_model
+from rlvr.models.tiny import build_model
 
 torch.set_num_threads(1)
 

@@ -7,9 +7,9 @@ import torch
 
 from rlvr.algo.kl import kl_k3
 from rlvr.algo.losses import token_mean
-from rlvr.tasks.tiny_model import build_model
+from rlvr.models.tiny import build_model
 from rlvr.types import Completion, Group, Problem
-from rlvr.update import LossSpec, build_batch, update_policy
+from rlvr.training.update import LossSpec, build_batch, update_policy
 
 torch.set_num_threads(1)
 
@@ -77,8 +77,8 @@ def test_single_pass_reuses_current_logprobs_as_old(tiny):
 
 
 def test_fused_training_forward_matches_transformers_logits_and_gradients(tiny):
-    from rlvr import fused_llama
-    from rlvr.policy import completion_logits
+    from rlvr.models import fused_llama
+    from rlvr.models.policy import completion_logits
 
     batch = _batch([[1.0, 0.0, -1.0], [0.5, -0.5, 0.0]])
     tensors = (batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_mask)

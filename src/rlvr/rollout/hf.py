@@ -26,8 +26,8 @@ from typing import Sequence
 
 import torch
 
-from rlvr.policy import encode_prompt, left_pad, positions
-from rlvr import fused_llama
+from rlvr.models.policy import encode_prompt, left_pad, positions
+from rlvr.models import fused_llama
 from rlvr.rollout.base import SamplingParams
 from rlvr.types import Completion, Group, Problem
 

@@ -14,24 +14,17 @@ import torch
 import torch.nn.functional as F
 
 from rlvr.errors import UserError
+from rlvr.models.quiet import quiet_transformers
 from rlvr.types import Problem
 
 BUILTIN_TINY = "builtin:tiny-llama"
-
-
-def quiet_transformers() -> None:
-    """Silence per-load progress bars and advisory warnings that drown the training console."""
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
 
 
 def load_policy(path: str, dtype: str = "float32", seed: int = 0):
     """(model, tokenizer) from a checkpoint path, hub id, or `builtin:tiny-llama`."""
     quiet_transformers()
     if path == BUILTIN_TINY:
-        from rlvr.tasks.tiny_model import build_model
+        from rlvr.models.tiny import build_model
         model, tokenizer = build_model(seed)
         return model.to(getattr(torch, dtype)), tokenizer
     from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -16,13 +16,13 @@ from rlvr.errors import UserError
 
 
 def _cmd_quickstart(args: argparse.Namespace) -> int:
-    from rlvr.quickstart import quickstart
-    from rlvr.report import write_report
+    from rlvr.cli.quickstart import quickstart
+    from rlvr.report.html import write_report
 
     summary = quickstart(args.config, args.overrides, stop_accuracy=args.stop_accuracy)
     run_dir = Path(summary["run_dir"])
     if not args.no_eval:
-        from rlvr.eval_cli import run_eval
+        from rlvr.cli.eval import run_eval
         print("test-time compute: pass@k, maj@k, temperature and thinking-budget curves (200 problems)")
         run_eval(build_parser().parse_args(
             ["eval", str(run_dir / "final"), "--out", str(run_dir / "eval"), "--n", "200",
@@ -43,23 +43,23 @@ def _cmd_train(args: argparse.Namespace) -> int:
     summary = train(cfg)
     print(f"final held-out accuracy: {summary['final_accuracy']}; run dir: {cfg.run.dir}")
     if cfg.run.report:
-        from rlvr.report import write_report
+        from rlvr.report.html import write_report
         print(f"report: {write_report(Path(cfg.run.dir))}")
     return 0
 
 
 def _cmd_sft(args: argparse.Namespace) -> int:
-    from rlvr.sft_cli import run_sft
+    from rlvr.cli.sft import run_sft
     return run_sft(args)
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from rlvr.eval_cli import run_eval
+    from rlvr.cli.eval import run_eval
     return run_eval(args)
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from rlvr.report import write_report
+    from rlvr.report.html import write_report
 
     run_dir = Path(args.run_dir)
     if not (run_dir / "metrics.jsonl").is_file():
@@ -87,12 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", choices=None, default=None, help="auto | never | PATH (run.resume)")
     p.set_defaults(func=_cmd_train)
 
-    from rlvr.sft_cli import add_arguments as add_sft_arguments
+    from rlvr.cli.sft import add_arguments as add_sft_arguments
     p = sub.add_parser("sft", help="supervised fine-tuning: traces, JSONL pairs, or teacher distillation")
     add_sft_arguments(p)
     p.set_defaults(func=_cmd_sft)
 
-    from rlvr.eval_cli import add_arguments as add_eval_arguments
+    from rlvr.cli.eval import add_arguments as add_eval_arguments
     p = sub.add_parser("eval", help="held-out accuracy, pass@k, maj@k, budget curves")
     add_eval_arguments(p)
     p.set_defaults(func=_cmd_eval)

@@ -183,7 +183,7 @@ class CurriculumSampler:
 
 def export_from_checkpoint(ckpt: str | Path, out: str | Path) -> Path:
     """Write the pass-rate file from a checkpoint's saved sampler state (for `curriculum.init_path`)."""
-    from rlvr.checkpoint import load_state
+    from rlvr.training.checkpoint import load_state
 
     tracker = PassRateTracker()
     tracker.load_state_dict(load_state(Path(ckpt)).get("sampler", {}).get("tracker", {}))

@@ -25,9 +25,9 @@ from typing import Callable, Sequence
 
 import torch
 
-from rlvr import fused_llama
+from rlvr.models import fused_llama
 from rlvr.algo.losses import grpo_loss, seq_mean_token_sum_norm, token_entropy
-from rlvr.policy import completion_logits, left_pad, right_pad, token_logprobs
+from rlvr.models.policy import completion_logits, left_pad, right_pad, token_logprobs
 from rlvr.types import Group
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rlvr import checkpoint
+from rlvr.training import checkpoint
 
 
 def trainer_state(run, done: int) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from rlvr.errors import UserError
-from rlvr.evaluate import sampled_metrics, score_groups
+from rlvr.evaluation.metrics import sampled_metrics, score_groups
 from rlvr.rollout.base import SamplingParams
 from rlvr.types import Completion, Group, Problem
 
@@ -102,7 +102,7 @@ def _greedy(model, prompts: list[list[int]], max_new: int, pad: int, eos: set) -
 
     import torch
 
-    from rlvr.policy import left_pad, positions
+    from rlvr.models.policy import left_pad, positions
 
     # transformers 5.x renamed `past_key_values` to `cache`; older releases know only the former.
     cache_kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"

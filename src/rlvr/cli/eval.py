@@ -91,7 +91,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def load_eval_problems(args):
     from rlvr.data import check_references, load_problems
-    from rlvr.setup import build_verifiers
+    from rlvr.training.setup import build_verifiers
     from rlvr.tasks.arithmetic import ArithmeticTask
 
     if not args.data:
@@ -104,7 +104,7 @@ def load_eval_problems(args):
 
 
 def _load_engine(path: str):
-    from rlvr.policy import BUILTIN_TINY, load_policy
+    from rlvr.models.policy import BUILTIN_TINY, load_policy
     from rlvr.rollout.hf import HFEngine
 
     if path != BUILTIN_TINY and not Path(path).exists():
@@ -115,8 +115,8 @@ def _load_engine(path: str):
 
 def evaluate_all(engine, problems, verifiers, opts: EvalOptions, args) -> dict:
     """Every measurement of `rlvr eval`, as the dict written to eval.json."""
-    from rlvr.evaluate import correct_counts, greedy_accuracy, has_answers, sampled_metrics, vote_curve
-    from rlvr.ttc import budget_curve, sample_groups, temperature_sweep
+    from rlvr.evaluation.metrics import correct_counts, greedy_accuracy, has_answers, sampled_metrics, vote_curve
+    from rlvr.evaluation.ttc import budget_curve, sample_groups, temperature_sweep
 
     cache: dict[float, list] = {}
 
@@ -147,7 +147,7 @@ def evaluate_all(engine, problems, verifiers, opts: EvalOptions, args) -> dict:
 
 
 def write_plots(result: dict, out: Path) -> list[str]:
-    from rlvr.ttc_plots import budget_plot, temperature_plot, vote_plot
+    from rlvr.report.ttc_plots import budget_plot, temperature_plot, vote_plot
 
     charts = {"vote_curve.png": (vote_plot, result["vote_curve"]),
               "temperature_sweep.png": (temperature_plot, result["temperature_sweep"]),
@@ -161,8 +161,8 @@ def write_plots(result: dict, out: Path) -> list[str]:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from rlvr.setup import set_threads
-    from rlvr.ttc import marker_ids
+    from rlvr.training.setup import set_threads
+    from rlvr.evaluation.ttc import marker_ids
 
     opts = parse_options(args)
     set_threads(args.threads)

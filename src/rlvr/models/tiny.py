@@ -52,7 +52,7 @@ def build_model(seed: int = 0, hidden: int = 128, layers: int = 4, heads: int = 
 
 def save_tiny_model(path: str | Path, seed: int = 0) -> Path:
     """Build the tiny model and tokenizer and save both as a Hugging Face checkpoint at `path`."""
-    from rlvr.policy import quiet_transformers
+    from rlvr.models.quiet import quiet_transformers
 
     quiet_transformers()
     path = Path(path)

@@ -48,9 +48,9 @@ def _check(args: argparse.Namespace) -> None:
 
 def run_sft(args: argparse.Namespace) -> int:
     _check(args)
-    from rlvr.policy import load_policy
-    from rlvr.setup import set_threads
-    from rlvr.sft import SFTConfig, sft, task_probe
+    from rlvr.models.policy import load_policy
+    from rlvr.training.setup import set_threads
+    from rlvr.training.sft import SFTConfig, sft, task_probe
     from rlvr.tasks.arithmetic import ArithmeticTask
 
     set_threads(args.threads)
@@ -75,16 +75,16 @@ def run_sft(args: argparse.Namespace) -> int:
 def _batches(args, task, tokenizer):
     import random
 
-    from rlvr.sft import distill_pairs, jsonl_pairs, task_pairs
+    from rlvr.training.sft import distill_pairs, jsonl_pairs, task_pairs
 
     if args.data:
         return jsonl_pairs(args.data, tokenizer, args.batch_size, args.seed)
     if not args.teacher:
         return task_pairs(task, tokenizer, args.batch_size, args.seed, pool=args.pool)
-    from rlvr.policy import load_policy
+    from rlvr.models.policy import load_policy
     from rlvr.rollout.base import SamplingParams
     from rlvr.rollout.hf import HFEngine
-    from rlvr.setup import build_verifiers
+    from rlvr.training.setup import build_verifiers
     from rlvr.data import load_problems
 
     teacher, teacher_tok = load_policy(args.teacher)

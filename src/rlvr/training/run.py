@@ -20,20 +20,21 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import torch
 
-from rlvr import checkpoint, config as config_mod
+from rlvr.training import checkpoint
+from rlvr import config as config_mod
 from rlvr.algo.advantages import ADVANTAGES
 from rlvr.algo.kl import KL_ESTIMATORS
 from rlvr.algo.losses import AGGREGATIONS
 from rlvr.config import Config
 from rlvr.errors import UserError
-from rlvr.evaluate import greedy_accuracy, score_groups
-from rlvr.monitor import MetricsLog, read_metrics
+from rlvr.evaluation.metrics import greedy_accuracy, score_groups
+from rlvr.monitor.log import MetricsLog, read_metrics
 from rlvr.rollout.base import SamplingParams
-from rlvr.setup import build_engine, build_problems, build_sampler, check_engine, set_threads
-from rlvr.schedule import lr_multiplier
-from rlvr.stats import step_metrics
+from rlvr.training.setup import build_engine, build_problems, build_sampler, check_engine, set_threads
+from rlvr.training.schedule import lr_multiplier
+from rlvr.monitor.stats import step_metrics
 from rlvr.types import Group, Problem
-from rlvr.update import LossSpec
+from rlvr.training.update import LossSpec
 
 
 class Run:
@@ -54,7 +55,7 @@ class Run:
         check_engine(cfg)
         run.verifiers, run.train_problems, run.heldout, run.task = build_problems(cfg)
         resume_from = run._resume_point()
-        from rlvr.policy import load_policy, load_reference
+        from rlvr.models.policy import load_policy, load_reference
         run.policy, run.tokenizer = load_policy(cfg.model.path, cfg.model.dtype, cfg.seed)
         run.reference = load_reference(run.policy) if cfg.grpo.beta > 0 else None
         run.dir.mkdir(parents=True, exist_ok=True)
@@ -93,7 +94,7 @@ class Run:
             self.optimizer, lr_multiplier(g.lr_schedule, g.steps, g.warmup_steps, g.min_lr_ratio))
         self.engine = build_engine(cfg, self.policy, self.tokenizer)
         self.sampler = build_sampler(cfg, self.task, self.train_problems)
-        from rlvr.doctor import Doctor
+        from rlvr.monitor.doctor import Doctor
         self.doctor = Doctor(cfg)
         self.advantage_fn = ADVANTAGES[g.advantage]
         self.loss_spec = LossSpec(
@@ -108,7 +109,7 @@ class Run:
     # ---- the verbs used by train() -------------------------------------------------------------
 
     def steps(self) -> Iterator[int]:
-        from rlvr.progress import Progress
+        from rlvr.monitor.progress import Progress
         with Progress(self.cfg.grpo.steps, self.start_step, enabled=self.cfg.run.progress) as bar:
             self.bar = bar
             for step in range(self.start_step, self.cfg.grpo.steps):
@@ -129,8 +130,8 @@ class Run:
     def generate(self, problems: Sequence[Problem], step: int) -> list[Group]:
         """Generate and verify G completions per problem; with dynamic sampling, zero-variance
         groups are dropped and refilled from the sampler (round r samples with seed (step, r))."""
-        from rlvr.curriculum import dynamic_sample
-        from rlvr.doctor import behaviour_metrics
+        from rlvr.sampling.curriculum import dynamic_sample
+        from rlvr.monitor.doctor import behaviour_metrics
 
         g, ds = self.cfg.grpo.group_size, self.cfg.dynamic_sampling
 
@@ -194,7 +195,7 @@ class Run:
         with self.timed("eval"):
             result = greedy_accuracy(self.engine, self.heldout, self.verifiers, max_new)
             if self.cfg.eval.k:
-                from rlvr.ttc import ttc_metrics
+                from rlvr.evaluation.ttc import ttc_metrics
                 result.update(ttc_metrics(self.engine, self.heldout, self.verifiers, self.cfg.eval.k,
                                           max_new, self.seed_for(0, "eval"),
                                           self.cfg.rollout.temperature))
@@ -212,7 +213,7 @@ class Run:
             self.save(done, metric)
 
     def save(self, done: int, metric: float | None) -> Path:
-        from rlvr.resume import trainer_state
+        from rlvr.training.resume import trainer_state
         state = trainer_state(self, done)
         try:
             path = checkpoint.save(self.ckpt_root, done, self.policy, self.tokenizer, state)
@@ -227,7 +228,7 @@ class Run:
         return path
 
     def _resume(self, ckpt: Path) -> None:
-        from rlvr.resume import restore
+        from rlvr.training.resume import restore
         restore(self, ckpt)
 
     def finish(self, wall_seconds: float) -> dict[str, Any]:

@@ -20,8 +20,8 @@ import torch
 import torch.nn.functional as F
 
 from rlvr.errors import DataError
-from rlvr.policy import completion_logits, encode_prompt, left_pad, right_pad
-from rlvr.schedule import lr_multiplier
+from rlvr.models.policy import completion_logits, encode_prompt, left_pad, right_pad
+from rlvr.training.schedule import lr_multiplier
 from rlvr.types import Problem
 
 Pair = tuple[list[int], list[int]]  # (prompt ids, completion ids incl. EOS)
@@ -80,7 +80,7 @@ def jsonl_pairs(path: str | Path, tokenizer, batch_size: int, seed: int) -> Iter
 def distill_pairs(teacher_engine, tokenizer, problems: Sequence[Problem], verifiers: dict, k: int,
                   params) -> list[Pair]:
     """Rejection sampling: k teacher samples per problem, keep those the verifier passes."""
-    from rlvr.evaluate import score_groups
+    from rlvr.evaluation.metrics import score_groups
 
     groups = teacher_engine.generate(problems, k, params, seed=0)
     score_groups(groups, verifiers)
@@ -96,7 +96,7 @@ def task_probe(model, tokenizer, task, *, n: int = 200, max_new_tokens: int = 48
                report: Callable[[int, float], None] | None = None) -> Callable[[int], float]:
     """evaluate(step) for `sft`: greedy accuracy on a fixed held-out probe of the built-in task
     (n problems, seed 99), reported to `report(step, accuracy)`; leaves the model in train mode."""
-    from rlvr.evaluate import greedy_accuracy
+    from rlvr.evaluation.metrics import greedy_accuracy
     from rlvr.rollout.hf import HFEngine
     from rlvr.tasks.arithmetic import ArithmeticVerifier
 

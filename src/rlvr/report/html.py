@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from rlvr import plots
+from rlvr.report import plots
 from rlvr.errors import UserError
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

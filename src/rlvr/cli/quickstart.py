@@ -13,16 +13,16 @@ import time
 from pathlib import Path
 
 from rlvr import config as config_mod
-from rlvr.evaluate import greedy_accuracy
-from rlvr.policy import load_policy
+from rlvr.evaluation.metrics import greedy_accuracy
+from rlvr.models.policy import load_policy
 from rlvr.rollout.hf import HFEngine
-from rlvr.setup import build_task, set_threads
-from rlvr.sft import SFTConfig, sft, task_pairs, task_probe
+from rlvr.training.setup import build_task, set_threads
+from rlvr.training.sft import SFTConfig, sft, task_pairs, task_probe
 from rlvr.tasks.arithmetic import ArithmeticVerifier
-from rlvr.tasks.tiny_model import save_tiny_model
+from rlvr.models.tiny import save_tiny_model
 from rlvr.train import train
 
-DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml"
+DEFAULT_CONFIG = Path(__file__).resolve().parents[3] / "configs" / "quickstart.yaml"
 
 
 def cold_start(cfg, out: Path, stop_accuracy: float, say) -> float:

@@ -102,8 +102,8 @@ def build_sampler(cfg: Config, task, problems: list[Problem]):
     curriculum is on, or a plain pool sampler when only dynamic sampling (which refills) is on."""
     import random
 
-    from rlvr.curriculum import CurriculumSampler
-    from rlvr.sampler import DatasetSampler, TaskSampler
+    from rlvr.sampling.curriculum import CurriculumSampler
+    from rlvr.sampling.sampler import DatasetSampler, TaskSampler
 
     n = cfg.grpo.prompts_per_step
     if cfg.curriculum.enabled or cfg.dynamic_sampling.enabled:

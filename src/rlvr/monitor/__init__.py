@@ -1,0 +1,2 @@
+"""Watching a run: `log` (metrics.jsonl and TensorBoard), `stats` (per-step metrics), `doctor`
+(alarms with advice), `progress` (the console line)."""
