@@ -29,7 +29,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
 from rlvr.types import Problem, Score
-from rlvr.verifiers.math_extract import POLICIES, extract_candidates, split_parts
+from rlvr.verifiers.math_extract import POLICIES, extract_candidates, is_hedge, split_parts
+from rlvr.verifiers.math_forms import as_list, decimal_comma, last_side
 from rlvr.verifiers.math_fast import (Number, fast_equal, normalize, number_vs_shape,
                                       numbers_equal, same_when_rounded, to_number)
 from rlvr.verifiers.workers import WorkerPool
@@ -106,12 +107,20 @@ class MathVerifier:
         candidates, source = extract_candidates(response, policy)
         if not candidates:
             return _Plan(Score(0.0, False, ("no_answer",), details=_details(t0, source, "none")))
-        answers = _distinct(candidates, _single_valued(ref))
+        single = _single_valued(ref)
+        if single and any(is_hedge(c) for c in candidates) and not is_hedge(ref):
+            return _Plan(Score(0.0, False, ("multiple_answers",), " | ".join(candidates),
+                               _details(t0, source, "strict")))
+        if single:
+            candidates = [last_side(decimal_comma(c), ref) for c in candidates]
+        answers = _distinct(candidates, single)
         extracted = " | ".join(answers)
         if len(answers) > 1:
             return _Plan(Score(0.0, False, ("multiple_answers",), extracted,
                                _details(t0, source, "strict")))
         answer = answers[0]
+        if not single:  # the same set written another way: "6 and 8" for "6, 8"
+            answer, ref = as_list(answer), as_list(ref)
         if len(answer) > self.max_answer_chars:
             return _Plan(Score(0.0, False, ("too_long",), answer[:200], _details(t0, source, "strict")))
         verdict = fast_equal(answer, ref)

@@ -172,11 +172,20 @@ def extract_candidates(text: str, policy: str = "auto") -> tuple[list[str], str]
     order = ["answer_tag", "boxed", "phrase"] if policy == "auto" else [policy]
     for name in order:
         found = [c for c in map(strip_delimiters, finders[name]()) if c]
+        if found and name == "boxed" and _hedge_after_box(region):
+            found.append(_HEDGE_MARK)
+        if found and name == "phrase" and policy == "auto" and _is_prose(found[0]):
+            found = sentence_items(found[0])
         if found:
             return found, name
     if policy == "auto":
+        block = _single_math_block(region)
+        if block:
+            return [block], "whole"
         found = [c for c in _whole_candidates(region, _AUTO_WHOLE_MAX_CHARS) if _looks_bare(c)]
-        return found, "whole"
+        if found:
+            return found, "whole"
+        return sentence_items(closing_sentence(region)), "sentence"
     return [], policy
 
 
@@ -231,3 +240,141 @@ def split_parts(answer: str) -> list[str]:
 
 def _word_boundary(s: str, i: int) -> bool:
     return i == 0 or not (s[i - 1].isalnum() or s[i - 1] == "\\")
+
+
+# ---- hedges, closing sentences (issue 17) -------------------------------------------------------
+# A candidate that hedges is replaced by this marker, which equals no reference: the verifier
+# reports it as a second answer.
+_HEDGE_MARK = "\\text{<hedge>}"
+_CONNECTIVE = re.compile(
+    r"\\(?:lor|vee|veebar)(?![A-Za-z])|(?<![A-Za-z\\])(?:or|either|otherwise|alternatively|maybe|"
+    r"possibly|perhaps)(?![A-Za-z])", re.IGNORECASE)
+_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}(?![A-Za-z])")
+_LATEX_CMD = re.compile(r"\\[A-Za-z]+")
+_TEXT_CMD = re.compile(r"\\(?:text|textbf|textit|mathrm|mbox|textnormal)\s*\{\s*([^{}]*)\}")
+
+
+def _top_level_split(s: str, sep: str) -> list[str]:
+    """`s` split on `sep` where no bracket or brace is open."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(s):
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == sep and depth == 0:
+            parts.append(s[start:i])
+            start = i + 1
+    parts.append(s[start:])
+    return [p.strip() for p in parts]
+
+
+def _parentheticals(s: str) -> list[str]:
+    """Contents of `( ... )` groups that follow other content (`5 (or 6)`, not `(1, 2)`)."""
+    out, depth, start = [], 0, -1
+    for i, c in enumerate(s):
+        if c == "(":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif c == ")" and depth > 0:
+            depth -= 1
+            if depth == 0 and s[:start].strip() and s[start - 1:start] in (" ", "}", "~"):
+                out.append(s[start + 1:i])
+    return out
+
+
+def is_hedge(candidate: str) -> bool:
+    """Whether one candidate offers alternatives: a connective ("or", "\\lor", "either", "maybe")
+    anywhere in it, parts joined by "/" that are each a claim (`x=5 / x=6`) or a word, or a
+    parenthetical remark holding a number and words (`5 (i.e. 6)`, `5 (\\approx 6)`)."""
+    plain = _TEXT_CMD.sub(r" \1 ", candidate)
+    if _CONNECTIVE.search(plain):
+        return True
+    slash = _top_level_split(candidate, "/")
+    if len(slash) > 1 and all(p and ("=" in p or re.fullmatch(r"(?:\\text\{)?\s*[A-Za-z]{2,}\s*\}?", p))
+                              for p in slash):
+        return True
+    for inner in _parentheticals(plain):
+        words = _WORD.findall(_LATEX_CMD.sub(" ", inner))
+        has_number = re.search(r"(?<![\^_{\w.])\d", inner)
+        if has_number and (words or "\\approx" in inner or "=" in inner):
+            return True
+    return False
+
+
+def _hedge_after_box(region: str) -> bool:
+    """`\\boxed{5} (or 6)` / `\\boxed{5} or \\boxed{6}`: a connective right after the last box."""
+    at = max(region.rfind("\\boxed"), region.rfind("\\fbox"))
+    brace = region.find("{", at)
+    end = _match_brace(region, brace) if at >= 0 and brace >= 0 else -1
+    if end < 0:
+        return False
+    tail = re.sub(r"^[\s$.)\\\]]*", "", region[end + 1:end + 40])
+    return bool(re.match(r"\(?\s*(?:\\text\{\s*)?(?:or|either|maybe|possibly|perhaps)\b", tail, re.I))
+
+
+def _is_prose(candidate: str) -> bool:
+    """A phrase candidate that is a sentence (`The largest $n$ is 34`), not a bare answer."""
+    outside = re.sub(r"\$[^$]*\$|\\\(.*?\\\)|\\\[.*?\\\]", " ", candidate)
+    return len(_WORD.findall(_LATEX_CMD.sub(" ", outside))) >= 2 and bool(re.search(r"[\d$\\]", candidate))
+
+
+def _single_math_block(region: str) -> str:
+    """The content when the whole region is one display or inline math block (`$$f(y) = y$$`)."""
+    s = region.strip().rstrip(".").strip()
+    for left, right in _DELIMS[:4]:
+        if s.startswith(left) and s.endswith(right) and len(s) > len(left) + len(right):
+            inner = s[len(left):len(s) - len(right)]
+            if right not in inner and left not in inner and len(inner) <= _WHOLE_MAX_CHARS:
+                return strip_delimiters(inner)
+    return ""
+
+
+_CURRENCY_DOLLAR = re.compile(r"\\?\$(?=\d[\d,]*(?:\.\d+)?(?![\d,.]*\$))")
+_MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+_NUM = re.compile(r"(?<![\w.^_])-?\d[\d,]*(?:\.\d+)?(?:\s*%)?(?![\w])")
+
+
+def closing_sentence(region: str) -> str:
+    """The last sentence of the region that holds a number or math (trailing remarks such as
+    "I hope it is correct." or a stray chat token are skipped). Math stays whole."""
+    text = _CURRENCY_DOLLAR.sub("USD ", region[-4000:])
+    maths: list[str] = []
+
+    def hold(m: re.Match) -> str:
+        maths.append(m.group(0))
+        return f"\x00{len(maths) - 1}\x00"
+
+    held = _MATH.sub(hold, text)
+    sentences = re.split(r"(?<=[.!?])\s+|\n+", held)
+    for sentence in reversed(sentences):
+        if re.search(r"\x00|\d", sentence):
+            return re.sub(r"\x00(\d+)\x00", lambda m: maths[int(m.group(1))], sentence)
+    return ""
+
+
+def sentence_items(sentence: str) -> list[str]:
+    """The answer values in a closing sentence: its math (lone variable names are labels, not
+    values) and its plain numbers. Values listed side by side ("3, 4", "3 or 4") all count, so a
+    hedge stays a hedge; otherwise the last value is the answer ("The 3 friends pay 18 each")."""
+    items: list[tuple[int, int, str]] = []
+    for m in _MATH.finditer(sentence):
+        body = strip_delimiters(next(g for g in m.groups() if g is not None))
+        if body and not re.fullmatch(r"[A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+", body):
+            items.append((m.start(), m.end(), body))
+    outside = _MATH.sub(lambda m: " " * len(m.group(0)), sentence)
+    for m in _NUM.finditer(outside):
+        items.append((m.start(), m.end(), m.group(0).strip()))
+    items.sort()
+    if not items:
+        return []
+    if len(items) > 1 and _CONNECTIVE.search(_TEXT_CMD.sub(r" \1 ", outside)):
+        return [body for _, _, body in items]  # "5, or maybe 6": every value is offered
+    run = [items[-1]]
+    for item in reversed(items[:-1]):
+        gap = sentence[item[1]:run[0][0]]
+        if not re.fullmatch(r"[\s,;]*(?:(?:and|or|\\text\{\s*(?:and|or)\s*\})[\s,;]*)?", gap, re.I):
+            break
+        run.insert(0, item)
+    return [body for _, _, body in run]

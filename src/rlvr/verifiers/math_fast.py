@@ -43,6 +43,11 @@ _E_NOTATION = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+))[eE]([+-]?\d{1,3})")
 _REPEATING = re.compile(r"([+-]?)(\d*)\.(\d*)\\overline\s*\{?(\d{1,20})\}?")
 
 
+def _text_key(answer: str) -> str | None:
+    from rlvr.verifiers.math_forms import text_key  # math_forms imports math_extract only
+    return text_key(answer)
+
+
 class Number(NamedTuple):
     value: Fraction
     percent: bool      # written with %, so its hundredth is also accepted
@@ -213,6 +218,14 @@ def fast_equal(pred: str, ref: str) -> bool | None:
         return True
     if "=" in ref_n:  # an equation reference: variable names matter, sympy decides
         return None
+    words = _text_key(pred), _text_key(ref)
+    if words[0] is not None and words[1] is not None:
+        # Word answers ("Even", "(C)", "Evelyn") compare as words; one letter against a word
+        # (a variable against a name) is left to math-verify.
+        if words[0] == words[1]:
+            return True
+        if len(words[0]) > 1 and len(words[1]) > 1:
+            return False
     p, r = to_number(pred), to_number(ref)
     if p is not None and r is not None:
         return numbers_equal(p, r)
