@@ -54,8 +54,6 @@ def test_constraints_file_and_options(tmp_path):
     ([{"response": "x"}], "math", "in.jsonl:1: missing field 'reference'"),
     ([{"reference": "1"}], "math", "in.jsonl:1: missing field 'response'"),
     ([{"response": 3, "reference": "1"}], "math", "in.jsonl:1: field 'response' must be a string"),
-    ([{"response": "x", "reference": ""}], "math", "in.jsonl:1: field 'reference'"),
-    ([{"response": "x", "constraints": [{"type": "nope"}]}], "constraints", "in.jsonl:1: field 'constraints'"),
     (["[1, 2]"], "math", "in.jsonl:1: a row must be a JSON object"),
 ])
 def test_bad_input_is_one_line_exit_2_and_no_output(tmp_path, capsys, rows, verifier, message):
@@ -65,6 +63,27 @@ def test_bad_input_is_one_line_exit_2_and_no_output(tmp_path, capsys, rows, veri
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err
     assert not out.exists() and list(tmp_path.iterdir()) == [src]
+
+
+def test_rows_with_unusable_references_score_zero_and_the_rest_is_scored(tmp_path):
+    """Issue 17: one bad reference flags its row (`bad_reference`, reward 0), not the whole file;
+    a reference math-verify reads (solutions with \\pm joined by commas) is scored as usual."""
+    src = _write(tmp_path / "in.jsonl", [
+        {"response": "\\boxed{3}", "reference": "3"},
+        {"response": "\\boxed{3}", "reference": ""},
+        {"response": "\\boxed{3}", "reference": "\\frac{"},
+        {"response": "\\boxed{3, 1+\\sqrt{2}, 1-\\sqrt{2}}", "reference": "1 \\pm \\sqrt{2}, 3"},
+    ])
+    out = tmp_path / "out.jsonl"
+    assert main(["--verifier", "math", "--input", str(src), "--output", str(out), "--no-progress"]) == 0
+    rows = _read(out)
+    assert [r["reward"] for r in rows] == [1.0, 0.0, 0.0, 1.0]
+    assert [r["flags"] for r in rows] == [[], ["bad_reference"], ["bad_reference"], []]
+    assert "field 'reference'" in rows[1]["failed"] and "field 'reference'" in rows[2]["failed"]
+    src = _write(tmp_path / "c.jsonl", [{"response": "x", "constraints": [{"type": "nope"}]}])
+    assert main(["--verifier", "constraints", "--input", str(src), "--output", str(out),
+                 "--no-progress"]) == 0
+    assert _read(out)[0]["flags"] == ["bad_reference"]
 
 
 def test_unknown_verifier_and_missing_file_are_user_errors(tmp_path, capsys):

@@ -29,7 +29,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
 from rlvr.types import Problem, Score
-from rlvr.verifiers.math_extract import POLICIES, extract_candidates, is_hedge, split_parts
+from rlvr.verifiers.math_extract import (POLICIES, boxed_contents, extract_candidates, is_hedge,
+                                         split_parts)
 from rlvr.verifiers.math_forms import as_list, decimal_comma, last_side
 from rlvr.verifiers.math_fast import (Number, fast_equal, normalize, number_vs_shape,
                                       numbers_equal, same_when_rounded, to_number)
@@ -112,6 +113,7 @@ class MathVerifier:
             return _Plan(Score(0.0, False, ("multiple_answers",), " | ".join(candidates),
                                _details(t0, source, "strict")))
         if single:
+            ref = decimal_comma(ref)
             candidates = [last_side(decimal_comma(c), ref) for c in candidates]
         answers = _distinct(candidates, single)
         extracted = " | ".join(answers)
@@ -213,6 +215,9 @@ def _reference_text(reference: Any) -> str | None:
     if isinstance(reference, (int, float)):
         return repr(reference)
     if isinstance(reference, str) and reference.strip():
+        boxes = boxed_contents(reference)  # a reference written as a worked answer: its boxes
+        if boxes:
+            return ", ".join(boxes)
         return reference.strip().strip("$").strip() or None
     return None
 

@@ -106,7 +106,7 @@ def strip_delimiters(answer: str) -> str:
     s = answer.strip()
     while s:
         before = s
-        s = s.rstrip(".").strip()
+        s = re.sub(r"(?<![.\s])\s*\.+$", "", s) if not s.endswith("..") else s  # keep "..."
         for left, right in _DELIMS:
             if len(s) >= len(left) + len(right) and s.startswith(left) and s.endswith(right):
                 inner = s[len(left):len(s) - len(right)]
@@ -331,9 +331,9 @@ def _single_math_block(region: str) -> str:
     return ""
 
 
-_CURRENCY_DOLLAR = re.compile(r"\\?\$(?=\d[\d,]*(?:\.\d+)?(?![\d,.]*\$))")
+_CURRENCY_DOLLAR = re.compile(r"\\?\$(?=\d)(?![^$\n]*\$)")  # "$18 per week": no closing $
 _MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
-_NUM = re.compile(r"(?<![\w.^_])-?\d[\d,]*(?:\.\d+)?(?:\s*%)?(?![\w])")
+_NUM = re.compile(r"(?<![\w.^_])-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?(?:\s*%)?")
 
 
 def closing_sentence(region: str) -> str:

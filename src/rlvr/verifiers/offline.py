@@ -8,9 +8,11 @@ metadata, so `extract`, `language`, ... work per row). Output rows repeat the in
 `reward`, `correct`, `flags`, `extracted` and `ms`. A progress bar runs on stderr; a summary
 (accuracy, mean reward, flag counts, throughput, p50/p99 latency) ends the run.
 
-Guarantees: every row is validated (JSON, required fields, usable reference) before any scoring; a
-bad row stops the run with one line naming `file:line` and the field, exit status 2, and no output
-file. Output is written to a temporary file beside the target and renamed into place at the end.
+Guarantees: every row is validated (JSON, required fields) before any scoring; a malformed row
+stops the run with one line naming `file:line` and the field, exit status 2, and no output file. A
+well-formed row whose reference the verifier cannot use (empty, unparseable) is still written, with
+reward 0 and flag `bad_reference` (and the reason in `failed`): one bad reference does not refuse
+the whole file. Training-data loading (`rlvr.data.check_references`) still refuses such rows. Output is written to a temporary file beside the target and renamed into place at the end.
 """
 
 from __future__ import annotations
@@ -86,20 +88,24 @@ def _problem(row: dict[str, Any], path: Path, verifier: str) -> Problem:
     return Problem(f"{path}:{row['_line']}", "", row.get("reference"), verifier, metadata)
 
 
-def _check_references(verifier: Any, problems: list[Problem], name: str) -> None:
+def _bad_references(verifier: Any, problems: list[Problem], name: str) -> dict[str, str]:
+    """Problem id → why its reference cannot be used, for the rows that will score 0."""
     field = _REQUIRED.get(name, ("reference",))[0]
-    seen: set[str] = set()
+    verdicts: dict[str, str | None] = {}
+    bad: dict[str, str] = {}
     for problem in problems:
         key = json.dumps([problem.reference, problem.metadata.get("constraints"),
                           problem.metadata.get("extract")], sort_keys=True, default=str)
-        if key in seen:
-            continue
-        seen.add(key)
-        try:
-            verifier.check_reference(problem)
-        except ValueError as exc:
-            message = str(exc).replace(f"problem {problem.id}: ", "")
-            raise DataError(f"field {field!r}: {message}", where=problem.id) from None
+        if key not in verdicts:
+            try:
+                verifier.check_reference(problem)
+                verdicts[key] = None
+            except ValueError as exc:
+                message = str(exc).replace(f"problem {problem.id}: ", "")
+                verdicts[key] = f"field {field!r}: {message}"
+        if verdicts[key] is not None:
+            bad[problem.id] = verdicts[key]  # type: ignore[assignment]
+    return bad
 
 
 def _out_row(row: dict[str, Any], score: Score, ms: float) -> dict[str, Any]:
@@ -111,8 +117,19 @@ def _out_row(row: dict[str, Any], score: Score, ms: float) -> dict[str, Any]:
     return out
 
 
+def _score_chunk(verifier: Any, rows: list, problems: list, bad: dict[str, str]) -> list[Score]:
+    """Scores of one chunk; rows with an unusable reference score 0 without reaching the verifier."""
+    good = [i for i, p in enumerate(problems) if p.id not in bad]
+    scored = verifier.score_batch([rows[i]["response"] for i in good], [problems[i] for i in good])
+    out: list[Score] = [Score(0.0, False, ("bad_reference",), details={"failed": bad.get(p.id, "")})
+                        for p in problems]
+    for i, score in zip(good, scored):
+        out[i] = score
+    return out
+
+
 def _score_all(verifier: Any, rows: list, problems: list, batch_size: int, progress: bool,
-               sink) -> list[float]:
+               sink, bad: dict[str, str]) -> list[float]:
     from rich.progress import Progress
 
     latencies: list[float] = []
@@ -121,7 +138,7 @@ def _score_all(verifier: Any, rows: list, problems: list, batch_size: int, progr
         for start in range(0, len(rows), batch_size):
             chunk = slice(start, start + batch_size)
             t0 = time.perf_counter()
-            scores = verifier.score_batch([r["response"] for r in rows[chunk]], problems[chunk])
+            scores = _score_chunk(verifier, rows[chunk], problems[chunk], bad)
             share = (time.perf_counter() - t0) * 1000 / max(1, len(scores))
             for row, score in zip(rows[chunk], scores):
                 ms = float((score.details or {}).get("ms", share))
@@ -151,7 +168,7 @@ def run(args: argparse.Namespace) -> str:
         raise UserError(f"verifier {args.verifier!r}: {exc}") from None
     rows = read_rows(args.input, args.verifier)
     problems = [_problem(r, args.input, args.verifier) for r in rows]
-    _check_references(verifier, problems, args.verifier)
+    bad = _bad_references(verifier, problems, args.verifier)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     stats: dict[str, Any] = {"correct": 0, "reward": 0.0, "flags": {}}
     fd, tmp = tempfile.mkstemp(prefix=f".{args.output.name}.", dir=args.output.parent)
@@ -166,7 +183,7 @@ def run(args: argparse.Namespace) -> str:
                     stats["flags"][flag] = stats["flags"].get(flag, 0) + 1
 
             latencies = _score_all(verifier, rows, problems, max(1, args.batch_size),
-                                   not args.no_progress, sink)
+                                   not args.no_progress, sink, bad)
         os.replace(tmp, args.output)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
