@@ -140,3 +140,36 @@ def test_explosive_input_times_out_from_a_thread_and_the_pool_recovers(verifier)
     assert result["score"].flags == ("timeout",) and result["score"].reward == 0.0
     assert result["score"].details["ms"] <= BUDGET_S * 1000 + SLACK_MS
     assert verifier.score("\\boxed{\\frac{\\sqrt{3}}{2}}", "\\frac{\\sqrt3}{2}").correct
+
+
+# Issue 17: hedges against single-valued references, written for this suite. Alternatives joined by
+# logical connectives, or tucked into a parenthetical remark inside (or right after) the box; the
+# reference is always one of the alternatives, so a verifier that reads either one rewards it.
+_HEDGE_SHAPES = [
+    "\\boxed{{{a} \\text{{ or }} {b}}}", "\\boxed{{{b} \\text{{ or }} {a}}}", "\\boxed{{{a} \\lor {b}}}",
+    "\\boxed{{{b} \\vee {a}}}", "\\boxed{{\\text{{either }} {a} \\text{{ or }} {b}}}",
+    "\\boxed{{x={a} \\text{{ or }} x={b}}}", "\\boxed{{x = {a} / x = {b}}}", "\\boxed{{{a} (or {b})}}",
+    "\\boxed{{{a} \\text{{ (or }} {b})}}", "\\boxed{{{a} \\ (\\text{{possibly }} {b})}}",
+    "\\boxed{{{a} (\\text{{maybe }} {b})}}", "\\boxed{{{a} \\; (\\text{{i.e. about }} {b})}}",
+    "\\boxed{{{a} (\\approx {b})}}", "\\boxed{{{b} (\\text{{or perhaps }} {a})}}", "\\boxed{{{a}}} (or {b})",
+    "The answer is $\\boxed{{{a}}}$ or maybe $\\boxed{{{b}}}$.", "\\boxed{{{a} \\mathrm{{ or }} {b}}}",
+    "The answer is {a}, or possibly {b}.", "\\boxed{{\\text{{{a} or {b}}}}}", "\\boxed{{{a} \\text{{ otherwise }} {b}}}",
+]
+HEDGES = [(ref, shape.format(a=a, b=b)) for ref, a, b in (("7", "7", "8"), ("\\frac{1}{2}", "\\frac{1}{2}", "2"))
+          for shape in _HEDGE_SHAPES]
+
+
+def test_issue17_hedges_are_never_rewarded(verifier):
+    assert len(HEDGES) >= 40
+    scores = verifier.score_batch([r for _, r in HEDGES], [Problem(str(i), "", ref)
+                                                           for i, (ref, _) in enumerate(HEDGES)])
+    rewarded = [resp for (_, resp), s in zip(HEDGES, scores) if s.reward > 0]
+    assert rewarded == []
+    assert all(s.flags == ("multiple_answers",) for s in scores)
+
+
+def test_issue17_hedge_rule_does_not_refuse_plain_answers(verifier):
+    # Same shapes without the alternative: the guard must not be what rejects the hedges above.
+    for ref, resp in (("7", "\\boxed{7}"), ("7", "\\boxed{7 \\text{ apples}}"), ("15", "\\boxed{15 \\text{ cm}^2}"),
+                      ("\\frac{1}{2}", "\\boxed{1/2}"), ("7", "The answer is $7$."), ("(1, 2)", "\\boxed{(1,2)}")):
+        assert verifier.score(resp, ref).correct, (ref, resp)

@@ -316,7 +316,7 @@ def _hedge_after_box(region: str) -> bool:
 
 def _is_prose(candidate: str) -> bool:
     """A phrase candidate that is a sentence (`The largest $n$ is 34`), not a bare answer."""
-    outside = re.sub(r"\$[^$]*\$|\\\(.*?\\\)|\\\[.*?\\\]", " ", candidate)
+    outside = re.sub(r"\$[^$]*\$|\\\(.*?\\\)|\\\[.*?\\\]|\\(?:begin|end)\{\w*\}", " ", candidate)
     return len(_WORD.findall(_LATEX_CMD.sub(" ", outside))) >= 2 and bool(re.search(r"[\d$\\]", candidate))
 
 
@@ -339,7 +339,7 @@ _NUM = re.compile(r"(?<![\w.^_])-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?(?:\s*%)?")
 def closing_sentence(region: str) -> str:
     """The last sentence of the region that holds a number or math (trailing remarks such as
     "I hope it is correct." or a stray chat token are skipped). Math stays whole."""
-    text = _CURRENCY_DOLLAR.sub("USD ", region[-4000:])
+    text = _CURRENCY_DOLLAR.sub("USD ", region[-4000:].replace("\\$", "USD "))
     maths: list[str] = []
 
     def hold(m: re.Match) -> str:

@@ -26,7 +26,7 @@ _TEXT = re.compile(r"\\(?:text|textbf|textit|mathrm|mbox|textnormal|mathbf)\s*\{
 def as_list(answer: str) -> str:
     """The top-level parts of a multi-valued answer joined by ", "; a variable every part assigns
     (`p=-1 and p=\\frac{15}{8}`) is dropped, since the values are the answer."""
-    parts = [p.rstrip(".").strip() for p in split_parts(answer)]
+    parts = [re.sub(r"(?<!\.)\.$", "", p).strip() for p in split_parts(answer)]
     parts = [p for p in parts if p]
     if len(parts) < 2:
         return answer
@@ -38,10 +38,10 @@ def as_list(answer: str) -> str:
 
 def decimal_comma(answer: str) -> str:
     """`1000,99` → `1000.99`, `0,111` → `0.111`; `1,000` (a thousands group) is left alone."""
-    s = answer.strip()
+    s = re.sub(r"(?<=\d),\\!\s*(?=\d{3}(?!\d))", "", answer.strip())  # 11,\! 111 is 11111
     if re.fullmatch(r"[+-]?(?:0,\d+|[1-9]\d*,(?:\d{1,2}|\d{4,}))", s):
         return s.replace(",", ".")
-    return answer
+    return s
 
 
 def _sides(answer: str) -> list[str]:
