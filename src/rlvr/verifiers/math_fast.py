@@ -70,7 +70,7 @@ def normalize(answer: str) -> str:
 
 
 def _strip_decorations(s: str) -> str:
-    s = re.sub(r"^[A-Za-z]\s*=\s*(?=[-+\d.\\$])", "", s)  # "x = 3" reads as 3 on the fast path
+    s = re.sub(r"^[A-Za-z](?:_\{?\w+\}?)?\s*=\s*(?=[-+\d.\\$])", "", s)  # "x = 3", "x_2 = 3" read as 3
     s = _CURRENCY.sub("", s)
     for _ in range(3):
         s2 = _TEXT_WRAP.sub(r"\1", s).strip()
