@@ -24,6 +24,9 @@ from rlvr.verifiers.math import MathVerifier
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = ROOT / "tests" / "data" / "math_truth.jsonl"
 POLICY = ROOT / "docs" / "verifiers" / "math.md"
+# Verdicts, not speed, are under test: a symbolic comparison that takes 1 s on a quiet machine
+# can pass 5 s on a loaded one, and a timeout on either side would read as a disagreement.
+LOAD_SAFE_TIMEOUT = 60
 
 
 def _rows() -> list[dict]:
@@ -37,7 +40,9 @@ def plain_math_verify(reference: str, response: str) -> bool:
     logging.getLogger("math_verify").setLevel(logging.CRITICAL)
     gold = reference if "$" in reference or "\\boxed" in reference or "\\[" in reference else f"${reference}$"
     try:
-        return bool(verify(parse(gold), parse(response)))
+        return bool(verify(parse(gold, parsing_timeout=LOAD_SAFE_TIMEOUT),
+                           parse(response, parsing_timeout=LOAD_SAFE_TIMEOUT),
+                           timeout_seconds=LOAD_SAFE_TIMEOUT))
     except Exception:
         return False
 
@@ -45,7 +50,7 @@ def plain_math_verify(reference: str, response: str) -> bool:
 @pytest.fixture(scope="module")
 def verdicts() -> list[dict]:
     rows = _rows()
-    verifier = MathVerifier(timeout_s=5.0, workers=2)
+    verifier = MathVerifier(timeout_s=LOAD_SAFE_TIMEOUT, workers=2)
     try:
         scores = verifier.score_batch([r["response"] for r in rows],
                                       [Problem(r["id"], "", r["reference"]) for r in rows])
