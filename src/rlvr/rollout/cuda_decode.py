@@ -291,8 +291,9 @@ def build(engine):
     if not fused_llama.supports(engine.model):
         return lambda prompts, n, params, gen: hf_decode(engine, prompts, n, params, gen)
     dtype = torch.bfloat16 if engine.autocast_bf16 else torch.float32
+    # deterministic mode runs the same step eagerly: deterministic index kernels may not capture
     decoder = GraphDecoder(engine.model, engine.device, dtype, engine.pad_id, engine.eos_ids,
-                           engine.vocab_limit)
+                           engine.vocab_limit, use_graphs=not engine.device.deterministic)
 
     def decode(prompts: Sequence[Sequence[int]], n: int, params: SamplingParams, gen) -> Rows:
         seed = int(torch.randint(2**62, (1,), generator=gen, device=gen.device))
