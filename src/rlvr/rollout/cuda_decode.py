@@ -35,22 +35,9 @@ import torch.nn.functional as F
 from rlvr.models import fused_llama
 from rlvr.models.policy import left_pad, positions
 from rlvr.rollout.base import SamplingParams
-from rlvr.rollout.hf import _top_p_filter, sample_next
+from rlvr.rollout.sampling import sample_next, sample_on_device
 
 Rows = list[tuple[list[int], list[float], str]]
-
-
-def sample_on_device(logits: torch.Tensor, params: SamplingParams):
-    """(token [B], log-prob [B]) from float32 logits; the draw uses the default generator."""
-    if params.greedy:
-        nxt = logits.argmax(-1)
-        return nxt, torch.log_softmax(logits, -1).gather(-1, nxt[:, None]).squeeze(-1)
-    scaled = logits / params.temperature if params.temperature != 1.0 else logits
-    logp = torch.log_softmax(scaled, -1)
-    probs = torch.softmax(_top_p_filter(scaled, params.top_p), -1) if params.top_p < 1.0 else logp.exp()
-    race = torch.empty_like(probs).exponential_()     # argmax p/E, E ~ Exp(1): a draw from p
-    nxt = (probs / race).argmax(-1)
-    return nxt, logp.gather(-1, nxt[:, None]).squeeze(-1)
 
 
 class _State:

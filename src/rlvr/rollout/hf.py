@@ -30,30 +30,11 @@ from rlvr.models.policy import encode_prompt, left_pad, positions
 from rlvr.models import fused_llama
 from rlvr.models.device import Device
 from rlvr.rollout.base import SamplingParams
+from rlvr.rollout.sampling import sample_next, top_p_filter as _top_p_filter  # noqa: F401
 from rlvr.types import Completion, Group, Problem
 
 
 _SMALL_MODEL_PARAMS = 20_000_000   # below this, decode runs on one thread (see HFEngine.__init__)
-
-
-def _top_p_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
-    sorted_logits, order = logits.sort(dim=-1, descending=True)
-    cum = sorted_logits.softmax(-1).cumsum(-1)
-    drop = cum - sorted_logits.softmax(-1) > top_p  # keep the token that crosses top_p
-    sorted_logits = sorted_logits.masked_fill(drop, float("-inf"))
-    return torch.empty_like(logits).scatter_(-1, order, sorted_logits)
-
-
-def sample_next(logits: torch.Tensor, params: SamplingParams, gen: torch.Generator):
-    """(token [B], its log-prob under softmax(logits / T) [B]) for float32 logits [B, V]."""
-    if params.greedy:
-        nxt = logits.argmax(dim=-1)
-        return nxt, torch.log_softmax(logits, dim=-1).gather(-1, nxt[:, None]).squeeze(-1)
-    scaled = logits / params.temperature if params.temperature != 1.0 else logits
-    logp = torch.log_softmax(scaled, dim=-1)
-    probs = torch.softmax(_top_p_filter(scaled, params.top_p), -1) if params.top_p < 1.0 else logp.exp()
-    nxt = torch.multinomial(probs, 1, generator=gen).squeeze(-1)
-    return nxt, logp.gather(-1, nxt[:, None]).squeeze(-1)
 
 
 class _Samples:
