@@ -17,14 +17,12 @@ import pytest
 import torch
 
 pytestmark = pytest.mark.gpu
-
-
-def _cuda():
-    from rlvr.models.device import Device
-    return Device.resolve("cuda", bf16=False)
+QUICKSTART = str(Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml")
 
 
 def _engine_vs_trainer(bf16: bool, vocab_pad: int = 0):
+    import random
+
     from rlvr.models.device import Device
     from rlvr.models.tiny import build_model
     from rlvr.rollout.base import SamplingParams
@@ -32,7 +30,6 @@ def _engine_vs_trainer(bf16: bool, vocab_pad: int = 0):
     from rlvr.tasks.arithmetic import ArithmeticTask
     from rlvr.training.update import Compute, _logp_and_entropy, build_batch
 
-    import random
     model, tok = build_model(seed=1, hidden=128, layers=4, heads=4, mlp=512)
     if vocab_pad:
         model.resize_token_embeddings(len(tok) + vocab_pad)
@@ -84,7 +81,7 @@ def _metrics(run_dir: Path) -> list[dict]:
 
 def test_grpo_on_gpu_raises_reward(sft_on_gpu, tmp_path):
     run = tmp_path / "grpo"
-    _rlvr("train", "configs/quickstart.yaml", f"model.path={sft_on_gpu}", f"run.dir={run}",
+    _rlvr("train", QUICKSTART, f"model.path={sft_on_gpu}", f"run.dir={run}",
           "run.device=cuda", "data.difficulty=2", "grpo.steps=30", "grpo.lr=2e-4", "run.eval_every=0",
           "data.heldout_size=100", "run.progress=false", "run.report=false")
     rows = [r for r in _metrics(run) if "reward/mean" in r]
@@ -103,16 +100,20 @@ def test_resume_on_gpu_is_exact_in_deterministic_mode(tmp_path):
               "grpo.prompts_per_step=4", "grpo.group_size=4", "data.heldout_size=8",
               "run.progress=false", "run.report=false", "rollout.max_new_tokens=16"]
     full = tmp_path / "full"
-    train(config.load("configs/quickstart.yaml", common + [f"run.dir={full}"]))
+    train(config.load(QUICKSTART, common + [f"run.dir={full}"]))
     resumed = tmp_path / "resumed"
-    train(config.load("configs/quickstart.yaml", common + [
+    train(config.load(QUICKSTART, common + [
         f"run.dir={resumed}", f"run.resume={full / 'checkpoints' / 'step-000002'}"]))
     from safetensors.torch import load_file
-    a, b = load_file(str(full / "final" / "model.safetensors")), load_file(str(resumed / "final" / "model.safetensors"))
+    a = load_file(str(full / "final" / "model.safetensors"))
+    b = load_file(str(resumed / "final" / "model.safetensors"))
     assert all(torch.equal(a[k], b[k]) for k in a)
     keep = ("loss", "reward/mean", "kl", "entropy")
-    rows = lambda d: [{k: r[k] for k in keep if k in r} for r in _metrics(d) if r.get("step", -1) >= 2 and "loss" in r]  # noqa: E731
-    assert rows(full) == rows(resumed)
+
+    def rows(run_dir):
+        return [{k: r[k] for k in keep if k in r} for r in _metrics(run_dir)
+                if r.get("step", -1) >= 2 and "loss" in r]
+    assert rows(full) == rows(resumed) and rows(full)
 
 
 def test_eval_cli_on_gpu(sft_on_gpu, tmp_path):
