@@ -127,7 +127,7 @@ class Rlvr:
         self.spec = LossSpec(kl_fn=KL_ESTIMATORS["k3"], agg_fn=AGGREGATIONS["token-mean"],
                              agg_counts_tokens=True, eps_low=0.2, eps_high=0.2, dual_clip=0.0,
                              beta=0.0, entropy_coef=0.0, temperature=1.0)
-        self.compute = Compute(device, device.bf16, False, args.micro_batch_tokens, self.engine.vocab_limit)
+        self.compute = Compute(device, False, args.micro_batch_tokens, self.engine.vocab_limit)
 
     def step(self, prompts: list[str], step: int) -> dict:
         from rlvr.training.update import build_batch, update_policy

@@ -40,7 +40,7 @@ def _engine_vs_trainer(bf16: bool, vocab_pad: int = 0):
     groups = engine.generate(problems, 4, SamplingParams(max_new_tokens=32), seed=0)
     batch = build_batch(groups, torch.ones(8, 4), engine.pad_id).to(device)
     with torch.no_grad():
-        logp, _ = _logp_and_entropy(model, batch, 1.0, bf16, Compute(device, bf16, vocab_limit=engine.vocab_limit))
+        logp, _ = _logp_and_entropy(model, batch, 1.0, bf16, Compute(device, vocab_limit=engine.vocab_limit))
     m = batch.completion_mask.bool()
     diff = (logp - batch.sampling_logp)[m].abs()
     return groups, diff, len(tok)

@@ -110,8 +110,8 @@ class Run:
         self.sampling = SamplingParams(r.temperature, r.top_p, r.max_new_tokens)
         self.pad_id = self.engine.pad_id
         from rlvr.training.update import Compute
-        self.compute = Compute(self.device, self.device.bf16, cfg.model.gradient_checkpointing,
-                               g.micro_batch_tokens, self.engine.vocab_limit)
+        self.compute = Compute(self.device, cfg.model.gradient_checkpointing, g.micro_batch_tokens,
+                               self.engine.vocab_limit)
 
     # ---- the verbs used by train() -------------------------------------------------------------
 

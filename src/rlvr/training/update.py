@@ -14,7 +14,10 @@ the first update, under no_grad. When every advantage is 0 the optimizer does no
 Columns that are padding in every remaining row are cut before the forward pass (completion
 columns only for aggregations that do not divide by the padded length). Llama-family policies run
 their forward through `fused_llama.completion_logits` (same logits, fewer ops, and an attention
-whose bf16 backward is fast on CPUs); other models through their own forward.
+whose bf16 backward is fast on CPUs); other models through their own forward. On a GPU
+(`Compute.device`) the forward is `gpu_forward.logp_and_entropy` (chunked LM head), minibatches
+are split into micro-batches of at most `micro_batch_tokens` padded tokens whose gradients
+accumulate, and the CPU path above is unchanged.
 """
 
 from __future__ import annotations
@@ -95,10 +98,9 @@ def build_batch(groups: Sequence[Group], advantages_P_G: torch.Tensor, pad_id: i
 
 @dataclass(frozen=True)
 class Compute:
-    """Where and how the update computes: device, bf16, per-layer recomputation, token budget."""
+    """Where and how the update computes: device, per-layer recomputation, token budget."""
 
     device: Device = Device.cpu()
-    autocast: bool = False
     checkpointing: bool = False
     micro_batch_tokens: int = 0          # max padded tokens per forward/backward (0: no split)
     vocab_limit: int | None = None       # GPU path: ids >= this (padded vocabulary) left out
@@ -139,7 +141,7 @@ def update_policy(model, optimizer, batch: Batch, spec: LossSpec, *, mu: int = 1
     if rows.numel() == 0:
         return {"active_fraction": 0.0, "optimizer_steps": 0.0, "lr": lr}
     # Trimming completion columns changes the padded length T, which seq-mean-token-sum-norm divides by.
-    compute = compute or Compute(autocast=autocast)
+    compute = compute or Compute()
     work = batch.rows(rows).trimmed(completions=spec.agg_fn is not seq_mean_token_sum_norm).to(compute.device)
     ref_logp = _reference_logp(reference, work, spec.temperature, compute) if spec.beta > 0 else None
     size = minibatch_size or len(batch)
