@@ -8,6 +8,7 @@ ranges) before anything runs. Errors name the key and the allowed values. Import
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -32,13 +33,16 @@ class RunConfig:
     report: bool = True             # write report.html at the end
     transcripts_every: int = 10     # steps between sampled transcripts written to transcripts.jsonl
     max_bad_steps: int = 5          # stop after this many non-finite updates in a row
+    device: str = "auto"            # auto (cuda when available) | cpu | cuda | cuda:N
+    deterministic: bool = False     # GPU: deterministic algorithms + CUBLAS_WORKSPACE_CONFIG (slower)
 
 
 @dataclass(frozen=True)
 class ModelConfig:
     path: str = "builtin:tiny-llama"   # local HF checkpoint, hub id, or builtin:tiny-llama
     dtype: Literal["float32", "bfloat16"] = "float32"
-    autocast_bf16: bool = False        # bf16 autocast for forward/backward with fp32 master weights
+    autocast_bf16: bool | None = None  # bf16 matrices, fp32 master weights (unset: on for GPU, off for CPU)
+    gradient_checkpointing: bool = False  # recompute each layer in backward (less memory, ~30% slower)
     chat_template: bool = True         # apply the tokenizer's chat template to message prompts
 
 
@@ -85,6 +89,7 @@ class GRPOConfig:
     mu: int = 1                                         # optimisation passes per batch
     minibatch_size: int = 0                             # sequences per minibatch (0: whole batch)
     skip_zero_advantage: bool = True                    # no backward for groups with zero advantage
+    micro_batch_tokens: int = 0                         # max padded tokens per forward/backward (0: whole minibatch)
 
 
 @dataclass(frozen=True)
@@ -191,6 +196,8 @@ _RULES: dict[str, tuple[typing.Callable[[Any], bool], str]] = {
     "run.threads": (lambda v: v >= 0, "an integer >= 0"),
     "run.max_bad_steps": (lambda v: v >= 1, "an integer >= 1"),
     "run.resume": (lambda v: bool(v), "auto, never, or a checkpoint path"),
+    "run.device": (lambda v: bool(re.match(r"^(auto|cpu|cuda|cuda:\d+)$", v)), "auto, cpu, cuda or cuda:N"),
+    "grpo.micro_batch_tokens": (lambda v: v >= 0, "an integer >= 0 (0: whole minibatch)"),
 }
 
 

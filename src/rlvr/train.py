@@ -6,8 +6,6 @@ import time
 import warnings
 from typing import Any
 
-import torch
-
 from rlvr.config import Config
 from rlvr.training.run import Run
 from rlvr.training.update import build_batch, update_policy
@@ -32,8 +30,8 @@ def train(cfg: Config) -> dict[str, Any]:
             stats = update_policy(run.policy, run.optimizer, batch, run.loss_spec, mu=g.mu,
                                   minibatch_size=g.minibatch_size, grad_clip=g.grad_clip,
                                   skip_zero_advantage=g.skip_zero_advantage, reference=run.reference,
-                                  autocast=cfg.model.autocast_bf16,
-                                  generator=torch.Generator().manual_seed(run.seed_for(step, "mb")))
+                                  autocast=run.device.bf16, compute=run.compute,
+                                  generator=run.device.host_generator(run.seed_for(step, "mb")))
             run.scheduler.step()
         run.engine.load_weights(run.policy)                   # no-op when the engine shares weights
         run.log(step, groups_P, advantages_P_G, stats)        # metrics, alarms, transcripts

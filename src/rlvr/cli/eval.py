@@ -87,6 +87,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ops", default="+")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (bf16 on a GPU)")
 
 
 def load_eval_problems(args):
@@ -103,14 +104,16 @@ def load_eval_problems(args):
     return problems, verifiers
 
 
-def _load_engine(path: str):
+def _load_engine(path: str, device_spec: str = "auto"):
+    from rlvr.cli.sft import _device
     from rlvr.models.policy import BUILTIN_TINY, load_policy
     from rlvr.rollout.hf import HFEngine
 
     if path != BUILTIN_TINY and not Path(path).exists():
         raise UserError(f"model: {path} does not exist")
-    model, tokenizer = load_policy(path)
-    return HFEngine(model, tokenizer)
+    device = _device(device_spec)
+    model, tokenizer = load_policy(path, device=device)
+    return HFEngine(model, tokenizer, device=device)
 
 
 def evaluate_all(engine, problems, verifiers, opts: EvalOptions, args) -> dict:
@@ -167,7 +170,7 @@ def run_eval(args: argparse.Namespace) -> int:
     opts = parse_options(args)
     set_threads(args.threads)
     problems, verifiers = load_eval_problems(args)
-    engine = _load_engine(args.model)
+    engine = _load_engine(args.model, args.device)
     if opts.budgets:
         marker_ids(engine.tokenizer, opts.answer_marker)  # fail before minutes of sampling
     result = evaluate_all(engine, problems, verifiers, opts, args)

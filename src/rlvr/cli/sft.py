@@ -30,6 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="stop once held-out greedy accuracy (built-in task) reaches this")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (bf16 on a GPU)")
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -54,16 +55,17 @@ def run_sft(args: argparse.Namespace) -> int:
     from rlvr.tasks.arithmetic import ArithmeticTask
 
     set_threads(args.threads)
+    device = _device(args.device)
     task = ArithmeticTask(args.digits, args.ops)
-    model, tokenizer = load_policy(args.model, seed=args.seed)
-    batches = _batches(args, task, tokenizer)
-    evaluate = task_probe(model, tokenizer, task, report=lambda step, acc: print(
+    model, tokenizer = load_policy(args.model, seed=args.seed, device=device)
+    batches = _batches(args, task, tokenizer, device)
+    evaluate = task_probe(model, tokenizer, task, device=device, report=lambda step, acc: print(
         f"sft step {step}: held-out accuracy {acc:.1%}", flush=True))
 
     cfg = SFTConfig(steps=args.steps, batch_size=args.batch_size, lr=args.lr,
                     warmup_steps=args.warmup_steps, stop_accuracy=args.stop_accuracy, seed=args.seed)
     use_eval = args.data is None
-    result = sft(model, tokenizer, batches, cfg, evaluate=evaluate if use_eval else None)
+    result = sft(model, tokenizer, batches, cfg, evaluate=evaluate if use_eval else None, device=device)
     out = Path(args.out)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
@@ -72,7 +74,16 @@ def run_sft(args: argparse.Namespace) -> int:
     return 0
 
 
-def _batches(args, task, tokenizer):
+def _device(spec: str):
+    from rlvr.models.device import Device
+
+    try:
+        return Device.resolve(spec)
+    except ValueError as exc:
+        raise UserError(f"--device: {exc}") from None
+
+
+def _batches(args, task, tokenizer, device):
     import random
 
     from rlvr.training.sft import distill_pairs, jsonl_pairs, task_pairs
@@ -87,13 +98,13 @@ def _batches(args, task, tokenizer):
     from rlvr.training.setup import build_verifiers
     from rlvr.data import load_problems
 
-    teacher, teacher_tok = load_policy(args.teacher)
+    teacher, teacher_tok = load_policy(args.teacher, device=device)
     if args.problems:
         problems = load_problems(args.problems, "arithmetic")
     else:
         problems = task.sample(random.Random(args.seed), args.num_problems)
     verifiers = build_verifiers({p.verifier for p in problems})
-    pairs = distill_pairs(HFEngine(teacher, teacher_tok), tokenizer, problems, verifiers, args.k,
+    pairs = distill_pairs(HFEngine(teacher, teacher_tok, device=device), tokenizer, problems, verifiers, args.k,
                           SamplingParams(temperature=1.0, max_new_tokens=48))
     print(f"distillation: kept {len(pairs)} of {len(problems) * args.k} teacher samples")
     if not pairs:

@@ -92,25 +92,30 @@ def greedy_continuations(engine, prompts: list[list[int]], max_new_tokens: int,
     try:
         with torch.inference_mode():
             return [ids for start in range(0, len(prompts), batch)
-                    for ids in _greedy(model, prompts[start:start + batch], max_new_tokens, pad, eos)]
+                    for ids in _greedy(model, prompts[start:start + batch], max_new_tokens, pad, eos,
+                                       getattr(engine, "device", None))]
     finally:
         model.train(was_training)
 
 
-def _greedy(model, prompts: list[list[int]], max_new: int, pad: int, eos: set) -> list[list[int]]:
+def _greedy(model, prompts: list[list[int]], max_new: int, pad: int, eos: set,
+            device=None) -> list[list[int]]:
     import inspect
 
     import torch
 
+    from rlvr.models.device import Device
     from rlvr.models.policy import left_pad, positions
+
+    device = device or Device.cpu()
 
     # transformers 5.x renamed `past_key_values` to `cache`; older releases know only the former.
     cache_kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-    ids, mask = left_pad(prompts, pad)                                   # [B, T]
+    ids, mask = (device.to(x) for x in left_pad(prompts, pad))           # [B, T]
     pos = positions(mask)
     out = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1)
-    eos_t = torch.tensor(sorted(e for e in eos if e is not None), dtype=torch.long)
-    tokens, done = [], torch.zeros(len(prompts), dtype=torch.bool)
+    eos_t = device.to(torch.tensor(sorted(e for e in eos if e is not None), dtype=torch.long))
+    tokens, done = [], device.to(torch.zeros(len(prompts), dtype=torch.bool))
     for t in range(max_new):
         nxt = out.logits[:, -1].argmax(-1)                               # [B]
         tokens.append(torch.where(done, torch.full_like(nxt, pad), nxt))

@@ -60,7 +60,7 @@ def _fused(linears, dtype) -> tuple[torch.Tensor, torch.Tensor | None]:
     weight = torch.cat([lin.weight for lin in linears]).to(dtype)
     if all(lin.bias is None for lin in linears):
         return weight, None
-    bias = torch.cat([lin.bias if lin.bias is not None else torch.zeros(lin.out_features)
+    bias = torch.cat([lin.bias if lin.bias is not None else torch.zeros(lin.out_features, device=lin.weight.device)
                       for lin in linears]).to(dtype)
     return weight, bias
 
@@ -91,7 +91,8 @@ class Weights:
     def rope_table(self, length: int) -> tuple[torch.Tensor, torch.Tensor]:
         """cos, sin [length, D] for positions 0..length-1, from the model's own rotary module."""
         with torch.no_grad():
-            cos, sin = self.rotary(torch.zeros(1), torch.arange(length)[None])
+            where = self.embed.device   # the rotary module's buffers live with the weights
+            cos, sin = self.rotary(torch.zeros(1, device=where), torch.arange(length, device=where)[None])
         return cos[0].float(), sin[0].float()
 
     def norm(self, h: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:

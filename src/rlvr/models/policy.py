@@ -20,8 +20,14 @@ from rlvr.types import Problem
 BUILTIN_TINY = "builtin:tiny-llama"
 
 
-def load_policy(path: str, dtype: str = "float32", seed: int = 0):
-    """(model, tokenizer) from a checkpoint path, hub id, or `builtin:tiny-llama`."""
+def load_policy(path: str, dtype: str = "float32", seed: int = 0, device=None):
+    """(model, tokenizer) from a checkpoint path, hub id, or `builtin:tiny-llama`, with the model
+    on `device` (a `rlvr.models.device.Device`; None leaves it where it was built)."""
+    model, tokenizer = _load(path, dtype, seed)
+    return (model if device is None else model.to(device.torch)), tokenizer
+
+
+def _load(path: str, dtype: str, seed: int):
     quiet_transformers()
     if path == BUILTIN_TINY:
         from rlvr.models.tiny import build_model

@@ -30,7 +30,8 @@ from rlvr.errors import UserError
 from rlvr.evaluation.metrics import greedy_accuracy, score_groups
 from rlvr.monitor.log import MetricsLog, read_metrics
 from rlvr.rollout.base import SamplingParams
-from rlvr.training.setup import build_engine, build_problems, build_sampler, check_engine, set_threads
+from rlvr.training.setup import (build_device, build_engine, build_problems, build_sampler, check_engine,
+                                 set_threads)
 from rlvr.training.schedule import lr_multiplier
 from rlvr.monitor.stats import step_metrics
 from rlvr.types import Group, Problem
@@ -53,10 +54,13 @@ class Run:
         run = cls(cfg)
         set_threads(cfg.run.threads)
         check_engine(cfg)
+        run.device = build_device(cfg)
         run.verifiers, run.train_problems, run.heldout, run.task = build_problems(cfg)
         resume_from = run._resume_point()
         from rlvr.models.policy import load_policy, load_reference
-        run.policy, run.tokenizer = load_policy(cfg.model.path, cfg.model.dtype, cfg.seed)
+        run.policy, run.tokenizer = load_policy(cfg.model.path, cfg.model.dtype, cfg.seed, run.device)
+        if cfg.model.gradient_checkpointing and hasattr(run.policy, "gradient_checkpointing_enable"):
+            run.policy.gradient_checkpointing_enable()   # HF forward; the fused path checkpoints itself
         run.reference = load_reference(run.policy) if cfg.grpo.beta > 0 else None
         run.dir.mkdir(parents=True, exist_ok=True)
         config_mod.dump(cfg, run.dir / "config.yaml")
@@ -92,7 +96,7 @@ class Run:
                                            weight_decay=g.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lr_multiplier(g.lr_schedule, g.steps, g.warmup_steps, g.min_lr_ratio))
-        self.engine = build_engine(cfg, self.policy, self.tokenizer)
+        self.engine = build_engine(cfg, self.policy, self.tokenizer, self.device)
         self.sampler = build_sampler(cfg, self.task, self.train_problems)
         from rlvr.monitor.doctor import Doctor
         self.doctor = Doctor(cfg)
@@ -105,6 +109,9 @@ class Run:
         r = cfg.rollout
         self.sampling = SamplingParams(r.temperature, r.top_p, r.max_new_tokens)
         self.pad_id = self.engine.pad_id
+        from rlvr.training.update import Compute
+        self.compute = Compute(self.device, cfg.model.gradient_checkpointing, g.micro_batch_tokens,
+                               self.engine.vocab_limit)
 
     # ---- the verbs used by train() -------------------------------------------------------------
 
@@ -115,6 +122,7 @@ class Run:
             for step in range(self.start_step, self.cfg.grpo.steps):
                 self.step_started = time.perf_counter()
                 self.timings, self.extras = {}, {}
+                self.device.reset_peak_memory()
                 yield step
 
     def seed_for(self, step: int, stream: str = "rollout") -> int:
@@ -172,6 +180,9 @@ class Run:
         record.update(self.timings)
         record.update(self.extras)
         record["tokens_per_s"] = record["completions/total_tokens"] / max(1e-9, self.timings["timing/step"])
+        peak = self.device.peak_memory_gb()     # GPU only: CPU metrics files stay as they were
+        if peak is not None:
+            record["memory/peak_gb"] = peak
         self.log_out.write(record)
         for alarm in self.doctor.observe(step, record):
             self.log_out.write({"step": step, "event": "alarm", **alarm})

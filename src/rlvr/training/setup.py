@@ -90,11 +90,22 @@ def check_engine(cfg: Config) -> None:
                           "only 'hf' runs here (vLLM and Ray engines are not implemented yet)")
 
 
-def build_engine(cfg: Config, policy, tokenizer):
+def build_device(cfg: Config):
+    """The run's one Device (`run.device`, `model.autocast_bf16`, `run.deterministic`)."""
+    from rlvr.models.device import Device
+
+    try:
+        return Device.resolve(cfg.run.device, cfg.model.autocast_bf16, cfg.run.deterministic)
+    except ValueError as exc:
+        raise ConfigError(f"run.device: {exc}") from None
+
+
+def build_engine(cfg: Config, policy, tokenizer, device=None):
     from rlvr.rollout.hf import HFEngine
 
     check_engine(cfg)
-    return HFEngine(policy, tokenizer, use_chat_template=cfg.model.chat_template)
+    # the engine samples in the trainer's precision (device.bf16), or the ratio is not 1 on-policy
+    return HFEngine(policy, tokenizer, use_chat_template=cfg.model.chat_template, device=device)
 
 
 def build_sampler(cfg: Config, task, problems: list[Problem]):

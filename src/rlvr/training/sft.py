@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from rlvr.errors import DataError
+from rlvr.models.device import Device
 from rlvr.models.policy import completion_logits, encode_prompt, left_pad, right_pad
 from rlvr.training.schedule import lr_multiplier
 from rlvr.types import Problem
@@ -93,14 +94,14 @@ def distill_pairs(teacher_engine, tokenizer, problems: Sequence[Problem], verifi
 
 
 def task_probe(model, tokenizer, task, *, n: int = 200, max_new_tokens: int = 48,
-               report: Callable[[int, float], None] | None = None) -> Callable[[int], float]:
+               report: Callable[[int, float], None] | None = None, device=None) -> Callable[[int], float]:
     """evaluate(step) for `sft`: greedy accuracy on a fixed held-out probe of the built-in task
     (n problems, seed 99), reported to `report(step, accuracy)`; leaves the model in train mode."""
     from rlvr.evaluation.metrics import greedy_accuracy
     from rlvr.rollout.hf import HFEngine
     from rlvr.tasks.arithmetic import ArithmeticVerifier
 
-    probe, engine = task.heldout(n, seed=99), HFEngine(model, tokenizer)
+    probe, engine = task.heldout(n, seed=99), HFEngine(model, tokenizer, device=device)
     verifiers = {"arithmetic": ArithmeticVerifier()}
 
     def evaluate(step: int) -> float:
@@ -113,10 +114,11 @@ def task_probe(model, tokenizer, task, *, n: int = 200, max_new_tokens: int = 48
     return evaluate
 
 
-def sft_loss(model, batch: list[Pair], pad_id: int) -> torch.Tensor:
-    prompt_ids, prompt_mask = left_pad([p for p, _ in batch], pad_id)
-    comp_ids, comp_mask = right_pad([c for _, c in batch], pad_id)
-    logits = completion_logits(model, prompt_ids, prompt_mask, comp_ids, comp_mask)
+def sft_loss(model, batch: list[Pair], pad_id: int, device: Device = Device.cpu()) -> torch.Tensor:
+    prompt_ids, prompt_mask = (device.to(t) for t in left_pad([p for p, _ in batch], pad_id))
+    comp_ids, comp_mask = (device.to(t) for t in right_pad([c for _, c in batch], pad_id))
+    with device.autocast():
+        logits = completion_logits(model, prompt_ids, prompt_mask, comp_ids, comp_mask)
     loss = F.cross_entropy(logits.flatten(0, 1).float(), comp_ids.flatten(), reduction="none")
     mask = comp_mask.flatten().float()
     return (loss * mask).sum() / mask.sum()
@@ -124,7 +126,7 @@ def sft_loss(model, batch: list[Pair], pad_id: int) -> torch.Tensor:
 
 def sft(model, tokenizer, batches: Iterator[list[Pair]], cfg: SFTConfig,
         evaluate: Callable[[int], float] | None = None,
-        log: Callable[[dict], None] | None = None) -> dict:
+        log: Callable[[dict], None] | None = None, device: Device = Device.cpu()) -> dict:
     """Train on completion tokens; returns {"steps", "loss", "accuracy"} (accuracy: last eval)."""
     torch.manual_seed(cfg.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=cfg.betas)
@@ -133,7 +135,7 @@ def sft(model, tokenizer, batches: Iterator[list[Pair]], cfg: SFTConfig,
     model.train()
     accuracy, loss_value, step = None, float("nan"), 0
     for step in range(1, cfg.steps + 1):
-        loss = sft_loss(model, next(batches), pad_id)
+        loss = sft_loss(model, next(batches), pad_id, device)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)

@@ -14,7 +14,10 @@ the first update, under no_grad. When every advantage is 0 the optimizer does no
 Columns that are padding in every remaining row are cut before the forward pass (completion
 columns only for aggregations that do not divide by the padded length). Llama-family policies run
 their forward through `fused_llama.completion_logits` (same logits, fewer ops, and an attention
-whose bf16 backward is fast on CPUs); other models through their own forward.
+whose bf16 backward is fast on CPUs); other models through their own forward. On a GPU
+(`Compute.device`) the forward is `gpu_forward.logp_and_entropy` (chunked LM head), minibatches
+are split into micro-batches of at most `micro_batch_tokens` padded tokens whose gradients
+accumulate, and the CPU path above is unchanged.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Callable, Sequence
 import torch
 
 from rlvr.models import fused_llama
+from rlvr.models.device import Device
 from rlvr.algo.losses import grpo_loss, seq_mean_token_sum_norm, token_entropy
 from rlvr.models.policy import completion_logits, left_pad, right_pad, token_logprobs
 from rlvr.types import Group
@@ -42,6 +46,10 @@ class Batch:
 
     def __len__(self) -> int:
         return self.advantages.shape[0]
+
+    def to(self, device: Device) -> "Batch":
+        return Batch(*(device.to(t) for t in (self.prompt_ids, self.prompt_mask, self.completion_ids,
+                                              self.completion_mask, self.advantages, self.sampling_logp)))
 
     def rows(self, index: torch.Tensor) -> "Batch":
         return Batch(*(t[index] for t in (self.prompt_ids, self.prompt_mask, self.completion_ids,
@@ -88,12 +96,28 @@ def build_batch(groups: Sequence[Group], advantages_P_G: torch.Tensor, pad_id: i
                  torch.tensor(advs, dtype=torch.float32), sampling_logp)
 
 
-def _logp_and_entropy(model, batch: Batch, temperature: float, autocast: bool):
+@dataclass(frozen=True)
+class Compute:
+    """Where and how the update computes: device, per-layer recomputation, token budget."""
+
+    device: Device = Device.cpu()
+    checkpointing: bool = False
+    micro_batch_tokens: int = 0          # max padded tokens per forward/backward (0: no split)
+    vocab_limit: int | None = None       # GPU path: ids >= this (padded vocabulary) left out
+
+
+def _logp_and_entropy(model, batch: Batch, temperature: float, autocast: bool,
+                      compute: Compute = Compute()):
     tensors = (batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_mask)
+    if compute.device.is_cuda:
+        from rlvr.training.gpu_forward import logp_and_entropy
+        return logp_and_entropy(model, *tensors, temperature=temperature, device=compute.device,
+                                autocast=autocast, checkpointing=compute.checkpointing,
+                                vocab_limit=compute.vocab_limit)
     if fused_llama.supports(model):
         logits = fused_llama.completion_logits(model, *tensors, torch.bfloat16 if autocast else torch.float32)
     else:
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        with compute.device.autocast(autocast):
             logits = completion_logits(model, *tensors)
     logits = logits.float()
     if temperature != 1.0:
@@ -103,8 +127,8 @@ def _logp_and_entropy(model, batch: Batch, temperature: float, autocast: bool):
 
 def update_policy(model, optimizer, batch: Batch, spec: LossSpec, *, mu: int = 1,
                   minibatch_size: int = 0, grad_clip: float = 1.0, skip_zero_advantage: bool = True,
-                  reference=None, autocast: bool = False, generator: torch.Generator | None = None
-                  ) -> dict[str, float]:
+                  reference=None, autocast: bool = False, generator: torch.Generator | None = None,
+                  compute: Compute | None = None) -> dict[str, float]:
     """μ passes of clipped-surrogate updates over minibatches; returns mean statistics."""
     mask_all = batch.completion_mask.float()
     norm_total = float(mask_all.sum()) if spec.agg_counts_tokens else float(len(batch))
@@ -117,11 +141,12 @@ def update_policy(model, optimizer, batch: Batch, spec: LossSpec, *, mu: int = 1
     if rows.numel() == 0:
         return {"active_fraction": 0.0, "optimizer_steps": 0.0, "lr": lr}
     # Trimming completion columns changes the padded length T, which seq-mean-token-sum-norm divides by.
-    work = batch.rows(rows).trimmed(completions=spec.agg_fn is not seq_mean_token_sum_norm)
-    ref_logp = _reference_logp(reference, work, spec.temperature) if spec.beta > 0 else None
+    compute = compute or Compute()
+    work = batch.rows(rows).trimmed(completions=spec.agg_fn is not seq_mean_token_sum_norm).to(compute.device)
+    ref_logp = _reference_logp(reference, work, spec.temperature, compute) if spec.beta > 0 else None
     size = minibatch_size or len(batch)
     single_pass = mu == 1 and size >= len(batch)
-    old_logp = None if single_pass else _old_logp(model, work, spec.temperature, autocast)
+    old_logp = None if single_pass else _old_logp(model, work, spec.temperature, autocast, compute)
     # Each minibatch of `size` sequences of the full batch is one optimizer step; its normaliser
     # is its share of the whole batch's, so the steps add up to the full-batch loss when μ = 1.
     n_minibatches = max(1, math.ceil(len(batch) / size))
@@ -132,19 +157,27 @@ def update_policy(model, optimizer, batch: Batch, spec: LossSpec, *, mu: int = 1
             if chunk.numel() == 0:
                 continue
             mb = work.rows(chunk)
-            logp, entropy = _logp_and_entropy(model, mb, spec.temperature, autocast)
-            old = logp.detach() if old_logp is None else old_logp[chunk]
-            loss, mstats = grpo_loss(
-                logp, old, mb.advantages, mb.completion_mask.float(), eps_low=spec.eps_low,
-                eps_high=spec.eps_high, dual_clip=spec.dual_clip,
-                ref_logp=None if ref_logp is None else ref_logp[chunk], beta=spec.beta,
-                kl_fn=spec.kl_fn, agg_fn=spec.agg_fn, entropy=entropy,
-                entropy_coef=spec.entropy_coef, norm=norm_total / n_minibatches)
+            optimizer.zero_grad(set_to_none=True)
+            loss = torch.zeros(())
+            # Micro-batches add up to the minibatch's loss: each part's normaliser is the
+            # minibatch's, so the summed gradients equal one backward over the whole minibatch.
+            for part in micro_batches(mb, compute.micro_batch_tokens):
+                sub = mb if part is None else mb.rows(part)
+                logp, entropy = _logp_and_entropy(model, sub, spec.temperature, autocast, compute)
+                old = logp.detach() if old_logp is None else _pick(old_logp, chunk, part)
+                part_loss, mstats = grpo_loss(
+                    logp, old, sub.advantages, sub.completion_mask.float(), eps_low=spec.eps_low,
+                    eps_high=spec.eps_high, dual_clip=spec.dual_clip,
+                    ref_logp=None if ref_logp is None else _pick(ref_logp, chunk, part), beta=spec.beta,
+                    kl_fn=spec.kl_fn, agg_fn=spec.agg_fn, entropy=entropy,
+                    entropy_coef=spec.entropy_coef, norm=norm_total / n_minibatches)
+                part_loss.backward()
+                loss = part_loss.detach() if part is None else loss + part_loss.detach().cpu()
+                for k, v in mstats.items():
+                    stats.setdefault(k, []).append(float(v))
             grad_norm = _step(model, optimizer, loss, grad_clip)
             steps += 1
-            for k, v in mstats.items():
-                stats.setdefault(k, []).append(float(v))
-            stats.setdefault("loss", []).append(float(loss.detach()))
+            stats.setdefault("loss", []).append(float(loss))
             stats.setdefault("grad_norm", []).append(grad_norm)
     out = {k: sum(v) / len(v) for k, v in stats.items()}
     out["optimizer_steps"] = float(steps)
@@ -152,9 +185,22 @@ def update_policy(model, optimizer, batch: Batch, spec: LossSpec, *, mu: int = 1
     return out
 
 
+def micro_batches(batch: Batch, max_tokens: int) -> list[torch.Tensor | None]:
+    """Row index sets of at most `max_tokens` padded tokens each; [None] (the whole batch, no
+    split) when `max_tokens` is 0 or the batch fits."""
+    width = batch.prompt_ids.shape[1] + batch.completion_ids.shape[1]
+    if max_tokens <= 0 or len(batch) * width <= max_tokens:
+        return [None]
+    per = max(1, max_tokens // width)
+    return list(torch.arange(len(batch), device=batch.advantages.device).split(per))
+
+
+def _pick(values: torch.Tensor, chunk: torch.Tensor, part: torch.Tensor | None) -> torch.Tensor:
+    return values[chunk] if part is None else values[chunk][part]
+
+
 def _step(model, optimizer, loss: torch.Tensor, grad_clip: float) -> float:
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+    """Clip and apply the gradients already accumulated by backward (skipped when non-finite)."""
     params = [p for p in model.parameters() if p.grad is not None]
     if grad_clip > 0:
         grad_norm = float(torch.nn.utils.clip_grad_norm_(params, grad_clip))
@@ -168,10 +214,10 @@ def _step(model, optimizer, loss: torch.Tensor, grad_clip: float) -> float:
 
 
 @torch.no_grad()
-def _old_logp(model, batch: Batch, temperature: float, autocast: bool) -> torch.Tensor:
-    return _logp_and_entropy(model, batch, temperature, autocast)[0]
+def _old_logp(model, batch: Batch, temperature: float, autocast: bool, compute: Compute) -> torch.Tensor:
+    return _logp_and_entropy(model, batch, temperature, autocast, compute)[0]
 
 
 @torch.no_grad()
-def _reference_logp(reference, batch: Batch, temperature: float) -> torch.Tensor:
-    return _logp_and_entropy(reference, batch, temperature, False)[0]
+def _reference_logp(reference, batch: Batch, temperature: float, compute: Compute) -> torch.Tensor:
+    return _logp_and_entropy(reference, batch, temperature, False, compute)[0]

@@ -1,0 +1,130 @@
+"""The one place that knows which device a run computes on: placement, precision and randomness.
+
+`Device.resolve("auto" | "cpu" | "cuda" | "cuda:N")` is called once per run (`run.device`); the
+policy, reference, rollout engine, update, evaluation, `rlvr sft` and `rlvr eval` take the object
+and ask it for tensors' placement (`.torch`), autocast (`.autocast`), random generators
+(`.generator`) and peak memory. Nothing else in rlvr names "cpu" or "cuda".
+
+Precision: master weights and AdamW states stay in the checkpoint's dtype (float32 by default);
+with bf16 on, matrix products run in bfloat16 under autocast (or the fused path's bf16 copies)
+while the residual stream, norms, softmax and log-probs stay float32. bf16 is the default on a
+GPU (`model.autocast_bf16` unset) and off on a CPU. Sampling and training run in the same precision.
+
+Guaranteed on the CPU: exactly the computation rlvr did before devices existed (same generators,
+same ops), so a fixed seed gives bit-identical runs on the same machine and thread count.
+On a GPU: a resumed run restores weights, optimizer, scheduler, sampler and every RNG stream
+(CPU and CUDA) bit for bit, and per-step seeds come from (seed, step); the samples and updates
+after resume are bit-identical only with `run.deterministic: true` (deterministic algorithms,
+`CUBLAS_WORKSPACE_CONFIG`), and even then only on the same GPU model, driver and library versions.
+Without it, atomics in cuBLAS/cuDNN/scatter kernels make runs statistically equivalent, not
+bit-identical.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from dataclasses import dataclass
+
+import torch
+
+_SPEC = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
+
+
+def valid_spec(spec: str) -> bool:
+    return bool(_SPEC.match(spec))
+
+
+@dataclass(frozen=True)
+class Device:
+    torch: torch.device
+    bf16: bool = False              # bf16 matrices (fp32 master weights) for sampling and training
+    deterministic: bool = False
+
+    @classmethod
+    def resolve(cls, spec: str = "auto", bf16: bool | None = None,
+                deterministic: bool = False) -> "Device":
+        """`spec` as in `run.device`; `bf16=None` means on for a GPU, off for a CPU."""
+        if not valid_spec(spec):
+            raise ValueError(f"device {spec!r}: expected auto, cpu, cuda or cuda:N")
+        if spec == "auto":
+            spec = "cuda" if torch.cuda.is_available() else "cpu"
+        dev = torch.device(spec)
+        if dev.type == "cuda":
+            if not torch.cuda.is_available():
+                raise ValueError(f"device {spec!r}: CUDA is not available on this machine")
+            if dev.index is not None and dev.index >= torch.cuda.device_count():
+                raise ValueError(f"device {spec!r}: only {torch.cuda.device_count()} GPU(s) visible")
+            if dev.index is None:
+                dev = torch.device("cuda", torch.cuda.current_device())
+        if deterministic:
+            # cuBLAS reads this when its handle is created: set it before the first matmul.
+            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+            torch.use_deterministic_algorithms(True)
+            torch.backends.cudnn.benchmark = False
+        return cls(dev, bool(dev.type == "cuda") if bf16 is None else bf16, deterministic)
+
+    @classmethod
+    def cpu(cls, bf16: bool = False) -> "Device":
+        return cls(torch.device("cpu"), bf16)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.torch.type == "cuda"
+
+    @property
+    def type(self) -> str:
+        return self.torch.type
+
+    @property
+    def compute_dtype(self) -> torch.dtype:
+        return torch.bfloat16 if self.bf16 else torch.float32
+
+    def autocast(self, enabled: bool | None = None):
+        """bf16 autocast on this device (`enabled=None`: this device's bf16 setting)."""
+        on = self.bf16 if enabled is None else enabled
+        return torch.autocast(self.type, dtype=torch.bfloat16, enabled=on)
+
+    def generator(self, seed: int) -> torch.Generator:
+        """A seeded generator on this device (on the CPU: the same stream rlvr always used)."""
+        return torch.Generator(device=self.torch).manual_seed(seed)
+
+    @staticmethod
+    def host_generator(seed: int) -> torch.Generator:
+        """A seeded host generator, for index permutations that never touch the accelerator."""
+        return torch.Generator().manual_seed(seed)
+
+    def to(self, x):
+        return x.to(self.torch, non_blocking=self.is_cuda)
+
+    def synchronize(self) -> None:
+        if self.is_cuda:
+            torch.cuda.synchronize(self.torch)
+
+    def reset_peak_memory(self) -> None:
+        if self.is_cuda:
+            torch.cuda.reset_peak_memory_stats(self.torch)
+
+    def peak_memory_gb(self) -> float | None:
+        """Peak allocated accelerator memory since the last reset, in GB; None on a CPU (rlvr
+        logs no `memory/peak_gb` there, so CPU metrics files stay as they were)."""
+        if not self.is_cuda:
+            return None
+        return torch.cuda.max_memory_allocated(self.torch) / 1e9
+
+    @contextlib.contextmanager
+    def seeded(self, seed: int):
+        """Seed this device's default generator inside the block, restoring it afterwards (CUDA
+        graphs draw random numbers from the default generator, not from a private one)."""
+        with torch.random.fork_rng(devices=[self.torch] if self.is_cuda else []):
+            if self.is_cuda:
+                torch.cuda.manual_seed(seed)
+            else:
+                torch.manual_seed(seed)
+            yield
+
+
+def model_device(model) -> Device:
+    """The Device a model's parameters live on (fp32 compute), for callers given only a model."""
+    return Device(next(model.parameters()).device)

@@ -1,0 +1,93 @@
+"""The training forward on a GPU: hidden states, then chunked log-probs and entropies.
+
+Used by `update._logp_and_entropy` when the run's device is a GPU (the CPU path is untouched).
+Llama/Qwen2 policies (`fused_llama.supports`) run the fused decoder stack with PyTorch's
+scaled-dot-product attention (memory-efficient kernels instead of an explicit [B, H, T, T]
+score tensor per layer); other models run their own decoder (`get_decoder()`) under autocast.
+Either way the LM head goes through `chunked.logprob_entropy`, so the [B, T, V] logits are never
+materialised for the whole micro-batch. With `checkpointing` each fused layer is recomputed in
+the backward pass (HF models use their own `gradient_checkpointing_enable`).
+
+Guaranteed: the same log-probs as the CPU path up to bf16/fp32 rounding (fused path: the same
+weights, norms, rotary tables and GQA; a padding query attends to itself only, as there). Not
+guaranteed: models whose head scales or soft-caps logits (e.g. Gemma 2's final soft-capping) are
+sent through their own full-logit forward, without the chunking.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
+
+from rlvr.models import fused_llama
+from rlvr.training.chunked import logprob_entropy
+
+
+def sdpa_attention(q, k, v, allowed):
+    """softmax(q·kᵀ/√D + mask)·v through PyTorch's fused kernels; allowed [B, 1, Tq, Tk] bool."""
+    if k.shape[1] != q.shape[1]:
+        k = k.repeat_interleave(q.shape[1] // k.shape[1], 1)
+        v = v.repeat_interleave(q.shape[1] // v.shape[1], 1)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+
+
+def _fused_hidden(model, ids, mask, dtype, checkpointing: bool) -> torch.Tensor:
+    w = fused_llama.Weights(model, dtype)
+    pos = (mask.cumsum(-1) - 1).clamp_(min=0)
+    cos, sin = w.rope_table(int(pos.max()) + 1)
+    cos, sin = cos[pos][:, None], sin[pos][:, None]
+    allowed = fused_llama.prefix_mask(mask.cpu()).to(ids.device)
+    h = F.embedding(ids, w.embed).float()
+    attend = lambda _, q, k, v: sdpa_attention(q, k, v, allowed)  # noqa: E731
+    if not checkpointing:
+        h = fused_llama.run_layers(w, h, cos, sin, attend)
+    else:
+        for layer in w.layers:       # one layer per checkpoint: keeps one layer's activations
+            one = copy.copy(w)
+            one.layers = [layer]
+            h = checkpoint(fused_llama.run_layers, one, h, cos, sin, attend, use_reentrant=False)
+    return w.norm(h, w.final_norm), w.lm_head
+
+
+def _plain_hidden(model, ids, mask, device, autocast: bool):
+    pos = (mask.cumsum(-1) - 1).clamp_(min=0)
+    with device.autocast(autocast):
+        out = model.get_decoder()(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=False)
+    return out.last_hidden_state, model.get_output_embeddings().weight
+
+
+def _scales_logits(model) -> bool:
+    cfg = model.config
+    return bool(getattr(cfg, "final_logit_softcapping", None) or getattr(cfg, "logit_scale", None)
+                or getattr(cfg, "logits_scaling", None))
+
+
+def logp_and_entropy(model, prompt_ids, prompt_mask, completion_ids, completion_mask, *,
+                     temperature: float, device, autocast: bool, checkpointing: bool = False,
+                     vocab_limit: int | None = None, chunk_rows: int = 2048):
+    """(log-probs [B, Tc], entropies [B, Tc]) of the completion tokens, float32."""
+    ids = torch.cat([prompt_ids, completion_ids], dim=1)
+    mask = torch.cat([prompt_mask, completion_mask], dim=1)
+    tc = completion_ids.shape[1]
+    if _scales_logits(model):
+        from rlvr.models.policy import completion_logits, token_logprobs
+        from rlvr.algo.losses import token_entropy
+        with device.autocast(autocast):
+            logits = completion_logits(model, prompt_ids, prompt_mask, completion_ids, completion_mask)
+        logits = logits.float() / temperature
+        return token_logprobs(logits, completion_ids), token_entropy(logits)
+    if fused_llama.supports(model):
+        h, head = _fused_hidden(model, ids, mask, torch.bfloat16 if autocast else torch.float32,
+                                checkpointing)
+    else:
+        h, head = _plain_hidden(model, ids, mask, device, autocast)
+        head = head.to(h.dtype)
+    h = h[:, -tc - 1:-1]                                           # [B, Tc, d]
+    b = h.shape[0]
+    with device.autocast(False):
+        logp, ent = logprob_entropy(h.reshape(b * tc, -1), head, completion_ids.reshape(-1),
+                                    temperature, chunk_rows, vocab_limit)
+    return logp.view(b, tc), ent.view(b, tc)
