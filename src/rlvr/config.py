@@ -48,6 +48,7 @@ class DataConfig:
     train_path: str = ""               # jsonl / parquet / dataset directory
     eval_path: str = ""
     verifier: str = ""                 # default verifier for rows that name none
+    prompt_field: str = "prompt"       # column holding the prompt (MBPP: text, APPS: question)
     verifier_options: dict = field(default_factory=dict)  # {verifier name: {option: value}}
     heldout_size: int = 500
     difficulty: int = 3                # built-in task: number of digits
@@ -163,6 +164,7 @@ _RULES: dict[str, tuple[typing.Callable[[Any], bool], str]] = {
     "rollout.top_p": (lambda v: 0 < v <= 1, "a number in (0, 1]"),
     "rollout.max_new_tokens": (lambda v: v >= 1, "an integer >= 1"),
     "data.heldout_size": (lambda v: v >= 0, "an integer >= 0"),
+    "data.prompt_field": (lambda v: bool(v), "a column name"),
     "data.difficulty": (lambda v: 1 <= v <= 12, "an integer in [1, 12]"),
     "data.ops": (lambda v: bool(v) and set(v) <= set("+-"), "a non-empty string of '+' and '-'"),
     "curriculum.low": (lambda v: 0 <= v < 1, "a number in [0, 1)"),
