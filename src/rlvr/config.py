@@ -1,6 +1,7 @@
 """Typed, frozen run configuration: YAML presets plus dotted command-line overrides.
 
-`load(path, overrides)` reads a YAML file, applies `a.b=value` overrides, and builds frozen
+`load(path, overrides)` reads a YAML file (or a preset shipped in the package, by name, e.g.
+`quickstart` for `rlvr/configs/quickstart.yaml`), applies `a.b=value` overrides, and builds frozen
 dataclasses, checking every key and value against the field types (Literal choices, numeric
 ranges) before anything runs. Errors name the key and the allowed values. Imports no torch.
 """
@@ -17,6 +18,8 @@ from typing import Any, Literal
 import yaml
 
 from rlvr.errors import ConfigError
+
+PRESETS = Path(__file__).resolve().parent / "configs"   # package data: found from a wheel install too
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class ModelConfig:
     dtype: Literal["float32", "bfloat16"] = "float32"
     autocast_bf16: bool = False        # bf16 autocast for forward/backward with fp32 master weights
     chat_template: bool = True         # apply the tokenizer's chat template to message prompts
+    chat_template_text: bool = False   # also to plain-text prompts, as one user message (TRL: off)
 
 
 @dataclass(frozen=True)
@@ -316,9 +320,7 @@ def load(path: str | Path | None, overrides: typing.Sequence[str] = ()) -> Confi
     """Load a YAML preset (or the defaults when `path` is None) and apply dotted overrides."""
     data: dict[str, Any] = {}
     if path is not None:
-        p = Path(path)
-        if not p.is_file():
-            raise ConfigError(f"config file not found: {p}")
+        p = _resolve(Path(path))
         try:
             data = yaml.safe_load(p.read_text()) or {}
         except yaml.YAMLError as exc:
@@ -328,6 +330,17 @@ def load(path: str | Path | None, overrides: typing.Sequence[str] = ()) -> Confi
         if not isinstance(data, dict):
             raise ConfigError(f"{p}: the top level must be a mapping of sections")
     return from_dict(data, overrides)
+
+
+def _resolve(p: Path) -> Path:
+    """A file path as given, or a bare name of a shipped preset."""
+    if p.is_file():
+        return p
+    preset = PRESETS / f"{p.name}.yaml"
+    if p.name == str(p) and not p.suffix and preset.is_file():
+        return preset
+    names = ", ".join(sorted(q.stem for q in PRESETS.glob("*.yaml")))
+    raise ConfigError(f"config file not found: {p} (shipped presets: {names})")
 
 
 def to_dict(cfg: Any) -> dict[str, Any]:

@@ -95,7 +95,8 @@ def build_engine(cfg: Config, policy, tokenizer):
     from rlvr.rollout.hf import HFEngine
 
     check_engine(cfg)
-    return HFEngine(policy, tokenizer, use_chat_template=cfg.model.chat_template)
+    return HFEngine(policy, tokenizer, use_chat_template=cfg.model.chat_template,
+                    template_text=cfg.model.chat_template_text)
 
 
 def build_sampler(cfg: Config, task, problems: list[Problem]):
