@@ -61,7 +61,7 @@ class DataConfig:
 
 @dataclass(frozen=True)
 class RolloutConfig:
-    engine: Literal["hf", "vllm", "ray"] = "hf"
+    engine: Literal["hf", "vllm", "ray"] = "hf"   # only "hf" is built: the others exit 2 saying so
     temperature: float = 1.0
     top_p: float = 1.0
     max_new_tokens: int = 48
