@@ -75,7 +75,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 def rlvr_config(args, sft_path: Path, run_dir: Path):
     from rlvr import config as config_mod
 
-    return config_mod.load(REPO / "configs" / "quickstart.yaml", [
+    return config_mod.load("quickstart", [
         f"seed={args.seed}", f"model.path={sft_path}", f"model.autocast_bf16={str(args.rlvr_bf16).lower()}",
         f"run.dir={run_dir}", "run.resume=never", "run.eval_every=0", "run.save_every=0",
         "run.progress=false", "run.report=false", "run.transcripts_every=0", f"run.threads={args.threads}",

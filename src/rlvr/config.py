@@ -1,6 +1,7 @@
 """Typed, frozen run configuration: YAML presets plus dotted command-line overrides.
 
-`load(path, overrides)` reads a YAML file, applies `a.b=value` overrides, and builds frozen
+`load(path, overrides)` reads a YAML file (or a preset shipped in the package, by name, e.g.
+`quickstart` for `rlvr/configs/quickstart.yaml`), applies `a.b=value` overrides, and builds frozen
 dataclasses, checking every key and value against the field types (Literal choices, numeric
 ranges) before anything runs. Errors name the key and the allowed values. Imports no torch.
 """
@@ -18,6 +19,8 @@ from typing import Any, Literal
 import yaml
 
 from rlvr.errors import ConfigError
+
+PRESETS = Path(__file__).resolve().parent / "configs"   # package data: found from a wheel install too
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class ModelConfig:
     autocast_bf16: bool | None = None  # bf16 matrices, fp32 master weights (unset: on for GPU, off for CPU)
     gradient_checkpointing: bool = False  # recompute each layer in backward (less memory, ~30% slower)
     chat_template: bool = True         # apply the tokenizer's chat template to message prompts
+    chat_template_text: bool = False   # also to plain-text prompts, as one user message (TRL: off)
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,7 @@ class DataConfig:
     train_path: str = ""               # jsonl / parquet / dataset directory
     eval_path: str = ""
     verifier: str = ""                 # default verifier for rows that name none
+    prompt_field: str = "prompt"       # column holding the prompt (MBPP: text, APPS: question)
     verifier_options: dict = field(default_factory=dict)  # {verifier name: {option: value}}
     heldout_size: int = 500
     difficulty: int = 3                # built-in task: number of digits
@@ -60,7 +65,7 @@ class DataConfig:
 
 @dataclass(frozen=True)
 class RolloutConfig:
-    engine: Literal["hf", "vllm", "ray"] = "hf"
+    engine: Literal["hf", "vllm", "ray"] = "hf"   # only "hf" is built: the others exit 2 saying so
     temperature: float = 1.0
     top_p: float = 1.0
     max_new_tokens: int = 48
@@ -168,6 +173,7 @@ _RULES: dict[str, tuple[typing.Callable[[Any], bool], str]] = {
     "rollout.top_p": (lambda v: 0 < v <= 1, "a number in (0, 1]"),
     "rollout.max_new_tokens": (lambda v: v >= 1, "an integer >= 1"),
     "data.heldout_size": (lambda v: v >= 0, "an integer >= 0"),
+    "data.prompt_field": (lambda v: bool(v), "a column name"),
     "data.difficulty": (lambda v: 1 <= v <= 12, "an integer in [1, 12]"),
     "data.ops": (lambda v: bool(v) and set(v) <= set("+-"), "a non-empty string of '+' and '-'"),
     "curriculum.low": (lambda v: 0 <= v < 1, "a number in [0, 1)"),
@@ -321,9 +327,7 @@ def load(path: str | Path | None, overrides: typing.Sequence[str] = ()) -> Confi
     """Load a YAML preset (or the defaults when `path` is None) and apply dotted overrides."""
     data: dict[str, Any] = {}
     if path is not None:
-        p = Path(path)
-        if not p.is_file():
-            raise ConfigError(f"config file not found: {p}")
+        p = _resolve(Path(path))
         try:
             data = yaml.safe_load(p.read_text()) or {}
         except yaml.YAMLError as exc:
@@ -333,6 +337,17 @@ def load(path: str | Path | None, overrides: typing.Sequence[str] = ()) -> Confi
         if not isinstance(data, dict):
             raise ConfigError(f"{p}: the top level must be a mapping of sections")
     return from_dict(data, overrides)
+
+
+def _resolve(p: Path) -> Path:
+    """A file path as given, or a bare name of a shipped preset."""
+    if p.is_file():
+        return p
+    preset = PRESETS / f"{p.name}.yaml"
+    if p.name == str(p) and not p.suffix and preset.is_file():
+        return preset
+    names = ", ".join(sorted(q.stem for q in PRESETS.glob("*.yaml")))
+    raise ConfigError(f"config file not found: {p} (shipped presets: {names})")
 
 
 def to_dict(cfg: Any) -> dict[str, Any]:

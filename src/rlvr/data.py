@@ -1,10 +1,12 @@
 """Problems from JSONL, parquet, or a saved `datasets` dataset, validated before training starts.
 
-A row holds `prompt` (text, or chat messages as a list of {role, content}), and what its verifier
-needs: `reference` (math / built-in answers), `tests` (code), `constraints` (instruction
-constraints). Optional: `id` (unique; defaults to the row number), `verifier` (defaults to the
-dataset's), `metadata` (a mapping kept with the problem). Unknown top-level keys are kept in
-metadata. Every error names the file, the line (1-based, for JSONL) and the field.
+A row holds `prompt` (text, or chat messages as a list of {role, content}; another column with
+`prompt_field`), and what its verifier needs: `reference` (math / built-in answers), `tests` (code,
+or a code dataset's own fields as it ships, see `verifiers/sandbox/shipped.py`), `constraints`
+(instruction constraints). Optional: `id` (unique; defaults to the row number), `verifier`
+(defaults to the dataset's), `metadata` (a mapping kept with the problem). Unknown top-level keys are kept in
+metadata. Every error names the file, the line (1-based, for JSONL) and the field; a file that is
+not UTF-8 text is such an error too.
 """
 
 from __future__ import annotations
@@ -20,8 +22,13 @@ _ROLES = {"system", "user", "assistant", "tool"}
 
 
 def _rows_jsonl(path: Path) -> Iterator[tuple[str, Any]]:
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
+    with path.open("rb") as f:
+        for n, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DataError(f"not UTF-8 text (byte {raw[exc.start]:#04x} at column "
+                                f"{exc.start + 1}); save the file as UTF-8", where=f"{path}:{n}") from None
             if not line.strip():
                 continue
             try:
@@ -47,10 +54,10 @@ def _rows_table(path: Path) -> Iterator[tuple[str, Any]]:
         yield f"{path}:row {n}", row
 
 
-def _check_prompt(prompt: Any, where: str) -> Any:
+def _check_prompt(prompt: Any, where: str, field: str = "prompt") -> Any:
     if isinstance(prompt, str):
         if not prompt.strip():
-            raise DataError("field 'prompt' is empty", where=where)
+            raise DataError(f"field {field!r} is empty", where=where)
         return prompt
     if isinstance(prompt, list) and prompt:
         for i, m in enumerate(prompt):
@@ -60,15 +67,16 @@ def _check_prompt(prompt: Any, where: str) -> Any:
                                 "content: string}}", where=where)
         return [{"role": m["role"], "content": m["content"]} for m in prompt]
     if prompt is None:
-        raise DataError("missing field 'prompt'", where=where)
-    raise DataError(f"field 'prompt' must be a string or a list of chat messages, "
+        raise DataError(f"missing field {field!r}", where=where)
+    raise DataError(f"field {field!r} must be a string or a list of chat messages, "
                     f"got {type(prompt).__name__}", where=where)
 
 
-def row_to_problem(row: Any, where: str, index: int, default_verifier: str) -> Problem:
+def row_to_problem(row: Any, where: str, index: int, default_verifier: str,
+                   prompt_field: str = "prompt") -> Problem:
     if not isinstance(row, dict):
         raise DataError(f"a row must be a JSON object, got {type(row).__name__}", where=where)
-    prompt = _check_prompt(row.get("prompt"), where)
+    prompt = _check_prompt(row.get(prompt_field), where, prompt_field)
     verifier = row.get("verifier") or default_verifier
     if not isinstance(verifier, str) or not verifier:
         raise DataError("field 'verifier' is missing (no default verifier set; use "
@@ -77,11 +85,16 @@ def row_to_problem(row: Any, where: str, index: int, default_verifier: str) -> P
     if not isinstance(pid, (str, int)) or isinstance(pid, bool):
         raise DataError(f"field 'id' must be a string or integer, got {type(pid).__name__}", where=where)
     metadata = row.get("metadata") or {}
+    if isinstance(metadata, str):   # some datasets (LiveCodeBench) ship it as JSON text
+        try:
+            metadata = json.loads(metadata)
+        except json.JSONDecodeError:
+            pass
     if not isinstance(metadata, dict):
         raise DataError("field 'metadata' must be a mapping", where=where)
     metadata = dict(metadata)
     for key, value in row.items():
-        if key not in {"prompt", "verifier", "id", "metadata", "reference", "answer", "tests"}:
+        if key not in {prompt_field, "verifier", "id", "metadata", "reference", "answer", "tests"}:
             metadata[key] = value
     reference = row.get("reference", row.get("answer", row.get("tests")))
     metadata["source"] = where
@@ -89,15 +102,17 @@ def row_to_problem(row: Any, where: str, index: int, default_verifier: str) -> P
                    metadata=metadata)
 
 
-def load_problems(path: str | Path, default_verifier: str = "") -> list[Problem]:
-    """Read and validate every row; raise DataError at the first bad one."""
+def load_problems(path: str | Path, default_verifier: str = "",
+                  prompt_field: str = "prompt") -> list[Problem]:
+    """Read and validate every row; raise DataError at the first bad one. `prompt_field` names
+    the column holding the prompt (MBPP `text`, APPS `question`, ...)."""
     path = Path(path)
     if not path.exists():
         raise DataError("file not found", where=str(path))
     rows = _rows_jsonl(path) if path.suffix in {".jsonl", ".json"} else _rows_table(path)
     problems, seen = [], {}
     for index, (where, row) in enumerate(rows):
-        problem = row_to_problem(row, where, index, default_verifier)
+        problem = row_to_problem(row, where, index, default_verifier, prompt_field)
         if problem.id in seen:
             raise DataError(f"duplicate id {problem.id!r} (first at {seen[problem.id]})", where=where)
         seen[problem.id] = where

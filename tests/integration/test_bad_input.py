@@ -59,6 +59,24 @@ def test_bad_dataset_rows(tmp_path, capsys, case):
     assert not (tmp_path / "run").exists()
 
 
+def test_data_file_that_is_not_utf8(tmp_path, capsys):
+    data = tmp_path / "train.jsonl"
+    data.write_bytes(json.dumps(GOOD_ROW).encode() + b"\n" + '{"prompt": "caf\u00e9"}\n'.encode("latin-1"))
+    code = main(["train", str(_config(tmp_path, data))])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "train.jsonl:2" in err and "not UTF-8" in err, err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
+def test_code_row_in_an_unsupported_shipped_form(tmp_path, capsys):
+    row = {"question": "Add.", "input_output": json.dumps({"fn_name": "f", "inputs": [[1]], "outputs": [[2]]})}
+    data = _jsonl(tmp_path / "train.jsonl", [row])
+    code = main(["train", str(_config(tmp_path, data)), "data.verifier=code", "data.prompt_field=question"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "train.jsonl:1" in err and "fn_name" in err, err
+    assert not (tmp_path / "run").exists()
+
+
 CONFIG_CASES = {
     "unknown_key": (["grpo.nonsense=1"], "unknown config key 'grpo.nonsense'"),
     "group_size": (["grpo.group_size=1"], "grpo.group_size"),

@@ -1,5 +1,6 @@
 """Exact resume: SIGKILL `rlvr train` at random points (one during a checkpoint write), resume each
-time, and compare the final weights and the metric lines with an uninterrupted run."""
+time, and compare the final weights and the metric lines with an uninterrupted run. The model is the
+SFT cold start (it earns rewards), so optimizer steps really run between the kills."""
 
 from __future__ import annotations
 
@@ -18,16 +19,16 @@ import pytest
 NON_DETERMINISTIC = ("time", "timing/", "tokens_per_s")
 
 
-def _config(tmp_path: Path, run_dir: Path) -> Path:
+def _config(tmp_path: Path, run_dir: Path, model: Path | str = "builtin:tiny-llama") -> Path:
     cfg = tmp_path / f"{run_dir.name}.yaml"
     cfg.write_text(
         "seed: 3\n"
         f"run: {{dir: {run_dir}, save_every: 2, eval_every: 4, keep_last: 2, progress: false,"
         " threads: 1, report: false, transcripts_every: 1}\n"
-        "model: {path: builtin:tiny-llama}\n"
-        "data: {task: arithmetic, difficulty: 2, heldout_size: 16}\n"
-        "rollout: {max_new_tokens: 10}\n"
-        "grpo: {steps: 12, group_size: 4, prompts_per_step: 4, lr: 1.0e-3, warmup_steps: 2}\n")
+        f"model: {{path: {model}}}\n"
+        "data: {task: arithmetic, difficulty: 3, heldout_size: 16}\n"
+        "rollout: {max_new_tokens: 40}\n"
+        "grpo: {steps: 12, group_size: 4, prompts_per_step: 4, lr: 5.0e-5, warmup_steps: 2}\n")
     return cfg
 
 
@@ -65,12 +66,24 @@ def _steps_logged(run_dir: Path) -> int:
     return path.read_text().count('"reward/mean"') if path.exists() else 0
 
 
-def test_sigkill_at_random_points_then_resume_is_exact(tmp_path):
+def _updated_steps(run_dir: Path) -> int:
+    return sum(r.get("grad_norm", 0) > 0 for r in _metric_lines(run_dir) if "reward/mean" in r)
+
+
+def test_sigkill_at_random_points_then_resume_is_exact(tmp_path, cold_start_model):
+    from safetensors.torch import load_file
+
     ref_dir = tmp_path / "uninterrupted"
-    subprocess.run(_cmd(_config(tmp_path, ref_dir)), check=True, capture_output=True, timeout=300)
+    subprocess.run(_cmd(_config(tmp_path, ref_dir, cold_start_model)), check=True, capture_output=True,
+                   timeout=300)
+    # The run must train: most steps update the weights, and the result differs from the start.
+    assert _updated_steps(ref_dir) >= 3
+    start, end = load_file(str(cold_start_model / "model.safetensors")), \
+        load_file(str(ref_dir / "final" / "model.safetensors"))
+    assert any(not (start[k] == end[k]).all() for k in start)
 
     run_dir = tmp_path / "killed"
-    cfg = _config(tmp_path, run_dir)
+    cfg = _config(tmp_path, run_dir, cold_start_model)
     rng = random.Random(int(os.environ.get("RLVR_RESUME_SEED", "0")))
     ckpts = run_dir / "checkpoints"
     kills = [

@@ -18,14 +18,35 @@ def test_sft_from_jsonl_pairs(tmp_path):
     assert json.loads((out / "sft_summary.json").read_text())["steps"] == 3
 
 
-def test_distillation_keeps_only_verified_teacher_samples(tmp_path, capsys, cold_start_model):
+def test_distillation_keeps_only_verified_teacher_samples(tmp_path, capsys, cold_start_model, monkeypatch):
+    from rlvr.models.policy import encode_prompt
+    from rlvr.training import sft as sft_mod
+
+    seen = {}
+    real = sft_mod.distill_pairs
+
+    def recording(engine, tokenizer, problems, verifiers, k, params):
+        pairs = real(engine, tokenizer, problems, verifiers, k, params)
+        seen.update(tokenizer=tokenizer, problems=problems, verifiers=verifiers, pairs=pairs)
+        return pairs
+
+    monkeypatch.setattr(sft_mod, "distill_pairs", recording)
     out = tmp_path / "student"
     assert main(["sft", "--teacher", str(cold_start_model), "--out", str(out), "--num-problems", "16",
                  "--k", "4", "--steps", "2", "--batch-size", "4", "--threads", "1"]) == 0
     text = capsys.readouterr().out
     kept = int(text.split("kept ")[1].split(" of")[0])
-    assert 0 < kept < 64
+    assert 0 < kept < 64 and kept == len(seen["pairs"])
     assert (out / "model.safetensors").exists()
+    # Every kept sample passes the verifier of the problem it answers.
+    tok = seen["tokenizer"]
+    by_prompt = {tuple(encode_prompt(tok, p)): p for p in seen["problems"]}
+    for prompt_ids, completion_ids in seen["pairs"]:
+        problem = by_prompt[tuple(prompt_ids)]
+        assert completion_ids[-1] == tok.eos_token_id
+        text = tok.decode(completion_ids[:-1])
+        [score] = seen["verifiers"][problem.verifier].score_batch([text], [problem])
+        assert score.correct, (problem.prompt, text)
 
 
 def test_sft_rejects_bad_flags(tmp_path, capsys):

@@ -4,11 +4,17 @@ import pytest
 
 from rlvr import config
 
-CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs").rglob("*.yaml"))
+CONFIGS = sorted(config.PRESETS.glob("*.yaml"))
 
 
 def test_there_are_shipped_configs():
     assert any(p.name == "quickstart.yaml" for p in CONFIGS)
+
+
+def test_a_preset_loads_by_name_and_an_unknown_name_lists_them():
+    assert config.load("quickstart").grpo.steps == config.load(config.PRESETS / "quickstart.yaml").grpo.steps
+    with pytest.raises(config.ConfigError, match="presets: quickstart"):
+        config.load("quickstrat")
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)

@@ -132,6 +132,6 @@ def test_tiny_real_run_with_learning_signal_raises_no_alarm(tmp_path):
     train(cfg)
     lines = read_metrics(tmp_path / "run")
     steps = [r for r in lines if "reward/mean" in r]
-    assert len(steps) == 6 and all(math.isfinite(r["entropy"]) for r in steps if "entropy" in r)
+    assert len(steps) == 6 and all("entropy" in r and math.isfinite(r["entropy"]) for r in steps)
     assert 0 < sum(r["reward/mean"] for r in steps) / 6 < 1
     assert [r for r in lines if r.get("event") == "alarm"] == []

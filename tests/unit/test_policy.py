@@ -17,7 +17,23 @@ def test_chat_template_is_applied_to_message_prompts():
     with_template = encode_prompt(tok, Problem("a", msgs))
     assert tok.decode(with_template, skip_special_tokens=True) == "12+3="
     plain = encode_prompt(tok, Problem("b", "12+3"))
-    assert tok.decode(plain, skip_special_tokens=True) == "12+3"
+    assert tok.decode(plain, skip_special_tokens=True) == "12+3"     # TRL: text is not templated
+
+
+def test_text_prompts_get_the_template_only_when_asked(tmp_path):
+    from rlvr.rollout.base import SamplingParams
+    from rlvr.training.setup import build_engine
+
+    tok = build_tokenizer()
+    tok.chat_template = "{% for m in messages %}{{ m['content'] }}={% endfor %}"
+    text = Problem("b", "12+3")
+    assert tok.decode(encode_prompt(tok, text, template_text=True), skip_special_tokens=True) == "12+3="
+    model, _ = load_policy("builtin:tiny-llama")
+    for flag, expected in (("false", "12+3"), ("true", "12+3=")):
+        cfg = config.from_dict({}, [f"model.chat_template_text={flag}"])
+        engine = build_engine(cfg, model, tok)
+        [group] = engine.generate([text], 1, SamplingParams(max_new_tokens=1), 0)
+        assert tok.decode(group.prompt_ids, skip_special_tokens=True) == expected
 
 
 def test_saved_tiny_model_round_trips(tmp_path):

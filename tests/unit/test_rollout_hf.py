@@ -49,7 +49,8 @@ def test_greedy_decode_equals_transformers_generate(tiny):
     groups = HFEngine(model, tokenizer).generate(PROBLEMS, 1, SamplingParams(max_new_tokens=12, greedy=True), 0)
     for problem, group in zip(PROBLEMS, groups):
         ids = tokenizer(problem.prompt, return_tensors="pt")
-        out = model.generate(**ids, max_new_tokens=12, do_sample=False)[0, ids["input_ids"].shape[1]:].tolist()
+        out = model.generate(input_ids=ids["input_ids"], attention_mask=ids["attention_mask"], max_new_tokens=12,
+                             do_sample=False)[0, ids["input_ids"].shape[1]:].tolist()
         if tokenizer.eos_token_id in out:
             out = out[:out.index(tokenizer.eos_token_id) + 1]
         assert group.completions[0].token_ids == out

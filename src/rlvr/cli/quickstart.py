@@ -2,7 +2,8 @@
 
 Stages, all under `runs/quickstart/`: `init/` (random tiny Llama), `sft/` (cold start: reasoner
 traces until a held-out subset reaches `stop_accuracy`, so RL has signal but much left to learn),
-then GRPO with `configs/quickstart.yaml` in the run directory itself, and `summary.json`.
+then GRPO with the `quickstart` preset (`rlvr/configs/quickstart.yaml`, package data) in the run
+directory itself, and `summary.json`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from rlvr.tasks.arithmetic import ArithmeticVerifier
 from rlvr.models.tiny import save_tiny_model
 from rlvr.train import train
 
-DEFAULT_CONFIG = Path(__file__).resolve().parents[3] / "configs" / "quickstart.yaml"
+DEFAULT_CONFIG = config_mod.PRESETS / "quickstart.yaml"
 
 
 def cold_start(cfg, out: Path, stop_accuracy: float, say) -> float:

@@ -1,8 +1,10 @@
 """Model and tokenizer loading, prompt encoding, and per-token log-probs of completions.
 
 Any `AutoModelForCausalLM` checkpoint loads from a local path (or a hub id where the user has
-network). `builtin:tiny-llama` builds the embedded default model in memory. Prompts given as chat
-messages go through the tokenizer's chat template when it has one. Nothing here knows about GRPO.
+network). `builtin:tiny-llama` builds the embedded default model in memory. As in TRL, prompts given
+as chat messages go through the tokenizer's chat template when it has one, and plain-text prompts
+are tokenized as they are unless `template_text` asks to wrap them as one user message first.
+Nothing here knows about GRPO.
 """
 
 from __future__ import annotations
@@ -62,9 +64,13 @@ def load_reference(policy) -> torch.nn.Module:
     return ref
 
 
-def encode_prompt(tokenizer, problem: Problem, use_chat_template: bool = True) -> list[int]:
-    """Token ids for a problem's prompt: chat template for messages when the tokenizer has one."""
+def encode_prompt(tokenizer, problem: Problem, use_chat_template: bool = True,
+                  template_text: bool = False) -> list[int]:
+    """Token ids for a problem's prompt: chat template for messages when the tokenizer has one
+    (and for text too, as one user message, with `template_text`)."""
     prompt = problem.prompt
+    if isinstance(prompt, str) and template_text and use_chat_template:
+        prompt = [{"role": "user", "content": prompt}]
     if isinstance(prompt, list):
         if use_chat_template and getattr(tokenizer, "chat_template", None):
             ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True)

@@ -2,7 +2,7 @@
 
 Built with `tokenizers` (a WordLevel model over single characters) and `transformers`
 (`LlamaForCausalLM`), then saved with `save_pretrained`, so the result is an ordinary Hugging Face
-checkpoint that transformers (and vLLM) load like any other. Weights are randomly initialised
+checkpoint that transformers loads like any other. Weights are randomly initialised
 from `seed`: the model learns the task from the SFT cold start and GRPO, nothing is pre-trained.
 """
 

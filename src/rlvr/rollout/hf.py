@@ -72,12 +72,13 @@ class HFEngine:
     """Rollout engine over an in-memory `PreTrainedModel` (shared with the trainer)."""
 
     def __init__(self, model, tokenizer, use_chat_template: bool = True, max_batch: int = 256,
-                 autocast_bf16: bool | None = None, device: Device | None = None):
+                 autocast_bf16: bool | None = None, device: Device | None = None,
+                 template_text: bool = False):
         self.model, self.tokenizer = model, tokenizer
         self.device = device or Device.cpu()
         if autocast_bf16 is None:   # sample in the precision the trainer uses
             autocast_bf16 = self.device.bf16
-        self.use_chat_template = use_chat_template
+        self.use_chat_template, self.template_text = use_chat_template, template_text
         self.max_batch = max_batch
         self.autocast_bf16 = autocast_bf16
         self.eos_ids = {tokenizer.eos_token_id} | set(_as_list(model.generation_config.eos_token_id))
@@ -103,7 +104,8 @@ class HFEngine:
 
     def generate(self, problems: Sequence[Problem], n: int, params: SamplingParams,
                  seed: int) -> list[Group]:
-        prompts = [encode_prompt(self.tokenizer, p, self.use_chat_template) for p in problems]
+        prompts = [encode_prompt(self.tokenizer, p, self.use_chat_template, self.template_text)
+                   for p in problems]
         gen = self.device.generator(seed)
         per_chunk = max(1, self.max_batch // n)
         rows: list[tuple[list[int], list[float], str]] = []

@@ -71,8 +71,9 @@ def build_problems(cfg: Config) -> tuple[dict[str, Any], list[Problem], list[Pro
         task = build_task(cfg)
         heldout = task.heldout(cfg.data.heldout_size)
         return build_verifiers({"arithmetic"}, cfg.data.verifier_options), [], heldout, task
-    train = load_problems(cfg.data.train_path, cfg.data.verifier)
-    heldout = load_problems(cfg.data.eval_path, cfg.data.verifier) if cfg.data.eval_path else []
+    train = load_problems(cfg.data.train_path, cfg.data.verifier, cfg.data.prompt_field)
+    heldout = (load_problems(cfg.data.eval_path, cfg.data.verifier, cfg.data.prompt_field)
+               if cfg.data.eval_path else [])
     names = {p.verifier for p in train + heldout}
     unknown = sorted(names - set(verifier_names()))
     if unknown:
@@ -105,7 +106,8 @@ def build_engine(cfg: Config, policy, tokenizer, device=None):
 
     check_engine(cfg)
     # the engine samples in the trainer's precision (device.bf16), or the ratio is not 1 on-policy
-    return HFEngine(policy, tokenizer, use_chat_template=cfg.model.chat_template, device=device)
+    return HFEngine(policy, tokenizer, use_chat_template=cfg.model.chat_template, device=device,
+                    template_text=cfg.model.chat_template_text)
 
 
 def build_sampler(cfg: Config, task, problems: list[Problem]):

@@ -2,9 +2,10 @@
 
 Code is the last complete fenced block of the response (a Python-tagged or untagged block is
 preferred over blocks tagged with another language). Tests come from `problem.reference` (or
-`metadata["tests"]` when the reference is empty) and, when present, `metadata["hidden_tests"]`,
-which then decide the reward (visible tests are also run and reported in `details`, so
-special-casing visible tests shows up as a gap). Reward is 1 when
+`metadata["tests"]` when the reference is empty, or else the row's own fields in a shipped format:
+HumanEval, MBPP, APPS, CodeContests, LiveCodeBench; see `sandbox/shipped.py`) and, when present,
+`metadata["hidden_tests"]` (or a dataset's private tests), which then decide the reward (visible
+tests are also run and reported in `details`, so special-casing visible tests shows up as a gap). Reward is 1 when
 every case passes (`reward="all"`, the default; the job is stopped at its first failing case) or the
 fraction passed (`reward="fraction"`). Flags: `no_code`, `timeout`, `crash`, `output_limit`.
 Results are cached on (sha256 of the code, test-set hash): GRPO groups repeat completions.
@@ -25,6 +26,7 @@ from typing import Any, Sequence
 from rlvr.types import Problem, Score
 from rlvr.verifiers.sandbox.grade import Outcome, failure_watch, grade
 from rlvr.verifiers.sandbox.pool import SandboxPool
+from rlvr.verifiers.sandbox.shipped import shipped_test_sets
 from rlvr.verifiers.sandbox.spec import TestSpec, parse_tests
 
 _FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)\n?[ \t]*```", re.DOTALL)
@@ -72,7 +74,11 @@ class CodeVerifier:
                 "sandbox/cache_hits": self.counts["cache_hits"], "sandbox/weak": 0}
 
     def check_reference(self, problem: Problem) -> None:
-        for label, tests in self._test_sets(problem):
+        try:
+            sets = self._test_sets(problem)
+        except ValueError as exc:
+            raise ValueError(f"problem {problem.id}: tests: {exc}") from None
+        for label, tests in sets:
             try:
                 self._spec(tests)
             except ValueError as exc:
@@ -118,6 +124,10 @@ class CodeVerifier:
         visible = problem.reference
         if visible is None:
             visible = problem.metadata.get("tests")
+        if visible is None:
+            shipped = shipped_test_sets(problem.prompt, problem.metadata)
+            if shipped is not None:
+                return shipped
         sets = [("visible", visible)]
         if problem.metadata.get("hidden_tests") is not None:
             sets.append(("hidden", problem.metadata["hidden_tests"]))
