@@ -19,7 +19,8 @@ firing) is plain Python and saved in checkpoints, so a resumed run raises the sa
 
 `behaviour_metrics(groups)` is tracked every step, not alarmed: the share of responses with a
 reflective phrase ("wait", "let me check", "verify", ...), the share mixing letters of two or more
-Unicode scripts, and the multi-answer rate from the verifier flag `multiple_answers`.
+Unicode scripts (kana and Han count as one: Japanese writes both), and the multi-answer rate from
+the verifier flag `multiple_answers`.
 Not guaranteed: thresholds suit the built-in task; real models need their own.
 """
 
@@ -30,7 +31,7 @@ import re
 from typing import Any, Callable, Sequence
 
 from rlvr.types import Group
-from rlvr.verifiers.language import script_counts
+from rlvr.verifiers.language import writing_systems
 
 Alarm = dict[str, str]
 REFLECTIVE = re.compile(r"\b(wait|let me (?:check|verify|re-?check)|verify|double[- ]check|"
@@ -43,7 +44,7 @@ def behaviour_metrics(groups: Sequence[Group]) -> dict[str, float]:
     texts = [c.text for g in groups for c in g.completions]
     flags = [c.score.flags if c.score else () for g in groups for c in g.completions]
     n = max(1, len(texts))
-    mixed = sum(len(script_counts(t)) >= 2 for t in texts)
+    mixed = sum(len(writing_systems(t)) >= 2 for t in texts)  # kana + Han is one (Japanese)
     return {"behaviour/reflection_rate": sum(bool(REFLECTIVE.search(t)) for t in texts) / n,
             "behaviour/mixed_script_rate": mixed / n,
             "behaviour/multi_answer_rate": sum("multiple_answers" in f for f in flags) / n}

