@@ -48,6 +48,32 @@ def test_counting_rules():
     ("language", {"language": "fr"}, "Ceci est une phrase en français sur le temps qu'il fait.", True),
     ("language", {"language": "en"}, "Ceci est une phrase en français sur le temps qu'il fait.", False),
     ("language", {"language": "zh"}, "今天天气很好，我们去公园散步吧。", True),
+    # Cases from IFEval's instruction definitions (instruction_following_eval/instructions.py).
+    ("title", {}, "<< >>\nbody", False),                      # blank titles are not titles
+    ("title", {}, "<<\t>> body", False),
+    ("title", {}, "<<\u00a0>> body", False),                   # no-break space
+    ("title", {}, "<<\u200b>> body", False),                   # zero-width space
+    ("title", {}, "<<x < y>> body", True),
+    ("json_format", {}, '```json\n{"a": 1}', True),           # opening fence, closing one lost
+    ("json_format", {}, '{"a": 1}\n```', True),               # closing fence alone
+    ("json_format", {}, '```JSON\n{"a": 1}\n```', True),
+    ("json_format", {}, '```json\n{"a": 1\n```', False),
+    ("paragraph_count", {"relation": "exactly", "n": 2}, "One.\n\nStill one.\n***\nTwo.", True),
+    ("paragraph_count", {"relation": "exactly", "n": 3}, "A\n***\n***\nB", False),  # empty one between
+    ("paragraph_count", {"relation": "exactly", "n": 2}, "***\nA\n***\nB\n***", True),
+    ("paragraph_count", {"relation": "exactly", "n": 1}, "A ***bold*** word", True),    # not a divider
+    ("sentence_count", {"relation": "exactly", "n": 1}, "Dr. Smith met Mr. J. Doe at St. Mary's.", True),
+    ("sentence_count", {"relation": "exactly", "n": 2}, 'Dr. Smith met Mr. J. Doe. He said "hi."', True),
+    ("sentence_count", {"relation": "exactly", "n": 3}, 'He said "Stop." Then he left. Pi is 3.14.', True),
+    ("ends_with", {"text": "Any other questions?"}, '"Done. Any other questions?"', True),
+    ("placeholders", {"n": 1}, "[ ] and []", False),
+    ("keywords_include", {"keywords": [" cat "]}, TEXT, True),
+    ("keyword_frequency", {"keyword": "cat", "relation": "exactly", "n": 0}, "category", True),
+    ("no_commas", {}, "東京、大阪", False),
+    ("no_commas", {}, "نعم، بالتأكيد", False),
+    ("letter_case", {"case": "lower", "language": "en"}, "all of this answer is written in lower case english.", True),
+    ("letter_case", {"case": "lower", "language": "en"}, "tout ceci est écrit en minuscules et en français.", False),
+    ("letter_case", {"case": "upper", "language": "en"}, "THIS WHOLE ANSWER IS WRITTEN IN CAPITAL LETTERS.", True),
 ])
 def test_each_check(kind, args, text, expected):
     assert CHECKS[kind](text, **args) is expected
@@ -80,6 +106,10 @@ def test_constraints_may_live_in_the_reference():
     ([{"type": "word_count", "args": {"relation": "at most"}}], "missing a required argument"),
     ([{"type": "no_commas", "args": {"x": 1}}], "unexpected keyword"),
     ([{"type": "letter_case", "args": {"case": "title"}}], "case must be"),
+    ([{"type": "letter_frequency", "args": {"letter": "ab", "relation": "at least", "n": 1}}], "one character"),
+    ([{"type": "keywords_include", "args": {"keywords": ["ok", " "]}}], "non-empty strings"),
+    ([{"type": "keyword_frequency", "args": {"keyword": "", "relation": "at least", "n": 1}}], "non-empty"),
+    ([{"type": "language", "args": {"language": "French"}}], "ISO 639-1"),
     ([], "non-empty list"),
     ("no_commas", "non-empty list"),
 ])
@@ -102,5 +132,6 @@ def test_validate_accepts_every_documented_check():
 def test_language_helpers():
     assert detect_language("Привет, как у тебя дела сегодня?") == "ru"
     assert detect_language("これは日本語の文です。") == "ja"
+    assert detect_language("Ceci est une phrase.") == "und"  # too short to tell: no guess
     assert detect_language("12345 + 678") == ""
     assert language_share("abc дд", "ru") == pytest.approx(2 / 5)
