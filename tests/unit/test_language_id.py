@@ -87,8 +87,15 @@ def test_consistency_reward_tells_languages_of_one_script_apart():
     assert language_consistency(f"<think>{uk}</think>", "uk") == 1.0
     half = language_share(f"{PARAGRAPHS['fr'][0]}\n{PARAGRAPHS['en'][0]}", "fr")
     assert 0.3 < half < 0.7  # code-switching between two Latin-script languages, sentence by sentence
-    for lang in ("bn", "ta", "te", "kn", "ml", "gu", "pa", "mr", "ne", "ur", "fa"):
-        assert language_share(PARAGRAPHS[lang][0], lang) == 1.0, lang
+    for lang, texts in PARAGRAPHS.items():
+        assert all(language_share(text, lang) == 1.0 for text in texts), lang
+
+
+@pytest.mark.parametrize("script", sorted(SHARED))
+def test_consistency_reward_gives_nothing_to_a_language_sharing_the_script(script):
+    for a, b in combinations(SHARED[script], 2):
+        assert all(language_share(t, b) == 0.0 for t in PARAGRAPHS[a]), (a, b)
+        assert all(language_share(t, a) == 0.0 for t in PARAGRAPHS[b]), (b, a)
 
 
 def test_mixed_scripts_still_count_against():

