@@ -174,12 +174,18 @@ def _in_scripts(text: str, scripts: set[str]) -> tuple[str, int]:
     return " ".join(words), _weighted_letters(mine)
 
 
-def _verdict(words: str, weight: int, lang: str, scripts: set[str]) -> str:
+def _verdict(words: str, weight: int, lang: str, scripts: set[str], *, sure_only: bool) -> str:
     """"ours" when `words` are identified as `lang`, "other" when as another language of these
-    scripts, "" when too short or identified as a language of another script."""
+    scripts, "" when too short, or unsure (with `sure_only`: fastText alone, p < CONFIDENT), or a
+    language of another script."""
     if weight < MIN_LETTERS:
         return ""
-    found = _identify(words)
+    if sure_only:
+        found, p = _model_scores(words)[0]
+        if p < CONFIDENT:
+            return ""
+    else:
+        found = _identify(words)
     return "ours" if found == lang else "other" if scripts_of(found) & scripts else ""
 
 
@@ -187,22 +193,27 @@ def language_share(text: str, language: str) -> float:
     """Share of the letters of `text` that are in `language` (1.0 for a text with no letters).
 
     A letter counts when it is in one of `language`'s scripts and its sentence is not identified as
-    another language of that script: the sentence's words in the script when they reach
-    `MIN_LETTERS`, else the whole text's. So English sentences in French reasoning and Ukrainian
-    reasoning for Russian count against; short sentences follow the text they are in.
+    another language of that script. A sentence is judged on its words in the script by fastText
+    when that is sure of it, else it follows the whole text (both detectors, as `detect_language`).
+    So English sentences in French reasoning and Ukrainian reasoning for Russian count against;
+    short or unclear sentences follow the text they are in. Cost: one `detect_language`-like call
+    per text plus one fastText call per sentence.
     """
     lang = language.lower().split("-")[0]
     scripts = scripts_of(lang)
-    sentences = _sentences(text)
-    whole = _verdict(*_in_scripts(text, scripts), lang, scripts) if len(sentences) > 1 else ""
+    whole: str | None = None
     total = ours = 0
-    for sentence in sentences:
+    for sentence in _sentences(text):
         counts = script_counts(sentence)
         total += sum(counts.values())
         in_script = sum(n for s, n in counts.items() if s in scripts)
         if not in_script:
             continue
-        verdict = _verdict(*_in_scripts(sentence, scripts), lang, scripts) or whole
+        verdict = _verdict(*_in_scripts(sentence, scripts), lang, scripts, sure_only=True)
+        if not verdict:
+            if whole is None:
+                whole = _verdict(*_in_scripts(text, scripts), lang, scripts, sure_only=False)
+            verdict = whole
         if verdict != "other":
             ours += in_script
     return ours / total if total else 1.0
