@@ -168,8 +168,10 @@ def _sentences(text: str) -> list[str]:
     return [s for s in _SENTENCE_END.split(text) if s and not s.isspace()]
 
 
-def _in_scripts(text: str, scripts: set[str]) -> tuple[str, int]:
+def _in_scripts(text: str, scripts: set[str], counts: dict[str, int]) -> tuple[str, int]:
     """The words of `text` with a letter in `scripts`, and the weighted count of those letters."""
+    if counts.keys() <= scripts:  # the usual case: one script, nothing to pick out
+        return text, _weighted_letters(counts)
     words = [w for w in text.split() if any(c.isalpha() and char_script(c) in scripts for c in w)]
     mine = {s: n for s, n in script_counts(" ".join(words)).items() if s in scripts}
     return " ".join(words), _weighted_letters(mine)
@@ -210,10 +212,11 @@ def language_share(text: str, language: str) -> float:
         in_script = sum(n for s, n in counts.items() if s in scripts)
         if not in_script:
             continue
-        verdict = _verdict(*_in_scripts(sentence, scripts), lang, scripts, sure_only=True)
+        verdict = _verdict(*_in_scripts(sentence, scripts, counts), lang, scripts, sure_only=True)
         if not verdict:
             if whole is None:
-                whole = _verdict(*_in_scripts(text, scripts), lang, scripts, sure_only=False)
+                whole = _verdict(*_in_scripts(text, scripts, script_counts(text)), lang, scripts,
+                                 sure_only=False)
             verdict = whole
         if verdict != "other":
             ours += in_script
