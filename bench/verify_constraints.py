@@ -144,7 +144,7 @@ def train_steps(steps: int, with_language: bool) -> dict[str, float]:
     import torch
 
     from rlvr import config as config_mod
-    from rlvr.monitor import read_metrics
+    from rlvr.monitor.log import read_metrics
     from rlvr.train import train
     from rlvr.verifiers.base import CallableVerifier, register_verifier
 
