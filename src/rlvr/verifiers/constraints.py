@@ -14,7 +14,7 @@ Jr./Sr./vs./e.g./i.e. or an initial; paragraphs are split at `***` dividers when
 (IFEval's rule; an empty one between two dividers fails the check), else at blank lines; bullets are
 lines starting with `*`, `-` or `•` and a space; a placeholder is `[...]` with something in it; a
 title is `<<...>>` with something in it. Language is read by `rlvr.verifiers.language` (fastText's
-lid.176 from the installed wheel; nothing is downloaded at run time); a text too short to tell
+lid.176, langdetect where it is unsure; nothing is downloaded at run time); a text too short to tell
 ("und") does not satisfy a `language` constraint. Not guaranteed: IFEval's exact sentence splitter
 (nltk punkt) on abbreviations outside that list.
 """
