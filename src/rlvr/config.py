@@ -52,7 +52,7 @@ class ModelConfig:
 
 @dataclass(frozen=True)
 class DataConfig:
-    task: str = "arithmetic"           # built-in task name, or "" to read `train_path`
+    task: str = "arithmetic"           # arithmetic | reasoning_gym:NAME[=W],... | "" to read `train_path`
     train_path: str = ""               # jsonl / parquet / dataset directory
     eval_path: str = ""
     verifier: str = ""                 # default verifier for rows that name none
@@ -61,6 +61,8 @@ class DataConfig:
     heldout_size: int = 500
     difficulty: int = 3                # built-in task: number of digits
     ops: str = "+"                     # built-in task: operators to draw from, e.g. "+-"
+    task_options: dict = field(default_factory=dict)  # {reasoning-gym task: {its config}}
+    reward_funcs: tuple[dict, ...] = ()  # TRL reward functions / verifiers, weighted: the verifier `reward_funcs`
 
 
 @dataclass(frozen=True)
@@ -211,6 +213,11 @@ def _cross_checks(cfg: Config) -> None:
     if cfg.curriculum.low >= cfg.curriculum.high:
         raise ConfigError("curriculum.low must be < curriculum.high "
                           f"(got {cfg.curriculum.low} >= {cfg.curriculum.high})")
+    try:
+        from rlvr.verifiers.reward_funcs import check_terms
+        check_terms(cfg.data.reward_funcs)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     if not cfg.data.task and not cfg.data.train_path:
         raise ConfigError("data.train_path: required when data.task is empty")
 

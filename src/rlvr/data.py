@@ -97,6 +97,9 @@ def row_to_problem(row: Any, where: str, index: int, default_verifier: str,
         if key not in {prompt_field, "verifier", "id", "metadata", "reference", "answer", "tests"}:
             metadata[key] = value
     reference = row.get("reference", row.get("answer", row.get("tests")))
+    ref_column = next((k for k in ("reference", "answer", "tests") if k in row), None)
+    if ref_column and ref_column != "reference":  # TRL reward functions get it under this name
+        metadata["reference_column"] = ref_column
     metadata["source"] = where
     return Problem(id=str(pid), prompt=prompt, reference=reference, verifier=verifier,
                    metadata=metadata)

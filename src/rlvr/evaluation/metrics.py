@@ -18,6 +18,7 @@ from typing import Sequence
 from rlvr.algo.passk import maj_at_k_one, pass_at_k
 from rlvr.rollout.base import SamplingParams
 from rlvr.types import Group, Problem, Score
+from rlvr.verifiers.base import score_with_ids
 
 
 def score_groups(groups: Sequence[Group], verifiers: dict) -> None:
@@ -30,7 +31,8 @@ def score_groups(groups: Sequence[Group], verifiers: dict) -> None:
         verifier = verifiers[group.problem.verifier]
         texts = [c.text for c in group.completions]
         try:
-            scores = list(verifier.score_batch(texts, [group.problem] * len(texts)))
+            scores = score_with_ids(verifier, texts, [group.problem] * len(texts),
+                                    [c.token_ids for c in group.completions])
             if len(scores) != len(texts):
                 raise RuntimeError(f"{len(scores)} scores for {len(texts)} completions")
         except Exception as exc:  # noqa: BLE001 - any verifier failure becomes a flagged zero
@@ -42,9 +44,12 @@ def score_groups(groups: Sequence[Group], verifiers: dict) -> None:
 
 def greedy_accuracy(engine, problems: Sequence[Problem], verifiers: dict, max_new_tokens: int,
                     batch: int = 256) -> dict[str, float]:
+    """Greedy accuracy, reward and more on `problems`; with several verifiers also
+    `eval/<verifier>/accuracy` and `eval/<verifier>/reward` for each."""
     params = SamplingParams(max_new_tokens=max_new_tokens, greedy=True)
     correct = flags = 0
-    lengths = []
+    lengths, rewards = [], []
+    per: dict[str, list[tuple[float, bool]]] = {}
     for start in range(0, len(problems), batch):
         groups = engine.generate(problems[start:start + batch], 1, params, seed=0)
         score_groups(groups, verifiers)
@@ -53,10 +58,17 @@ def greedy_accuracy(engine, problems: Sequence[Problem], verifiers: dict, max_ne
             correct += bool(c.score.correct)
             flags += bool(c.score.flags)
             lengths.append(len(c.token_ids))
+            rewards.append(c.score.reward)
+            per.setdefault(g.problem.verifier, []).append((c.score.reward, bool(c.score.correct)))
     n = max(1, len(problems))
-    return {"eval/accuracy": correct / n, "eval/heldout_size": len(problems),
-            "eval/flagged_fraction": flags / n,
-            "eval/mean_length": sum(lengths) / max(1, len(lengths))}
+    out = {"eval/accuracy": correct / n, "eval/reward": sum(rewards) / n,
+           "eval/heldout_size": len(problems), "eval/flagged_fraction": flags / n,
+           "eval/mean_length": sum(lengths) / max(1, len(lengths))}
+    if len(per) > 1:
+        for name, rows in sorted(per.items()):
+            out[f"eval/{name}/reward"] = sum(r for r, _ in rows) / len(rows)
+            out[f"eval/{name}/accuracy"] = sum(ok for _, ok in rows) / len(rows)
+    return out
 
 
 def correct_counts(groups: Sequence[Group]) -> list[int]:

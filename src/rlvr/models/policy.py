@@ -20,6 +20,7 @@ from rlvr.models.quiet import quiet_transformers
 from rlvr.types import Problem
 
 BUILTIN_TINY = "builtin:tiny-llama"
+BUILTIN_TINY_ASCII = "builtin:tiny-llama-ascii"  # the same model over printable ASCII, 256 positions
 
 
 def load_policy(path: str, dtype: str = "float32", seed: int = 0, device=None):
@@ -34,6 +35,10 @@ def _load(path: str, dtype: str, seed: int):
     if path == BUILTIN_TINY:
         from rlvr.models.tiny import build_model
         model, tokenizer = build_model(seed)
+        return model.to(getattr(torch, dtype)), tokenizer
+    if path == BUILTIN_TINY_ASCII:
+        from rlvr.models.tiny import ASCII_CHARS, build_model
+        model, tokenizer = build_model(seed, max_positions=256, chars=ASCII_CHARS)
         return model.to(getattr(torch, dtype)), tokenizer
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -11,15 +11,17 @@ from __future__ import annotations
 from pathlib import Path
 
 CHARS = list("0123456789+-=|>") + [" "]
+# `builtin:tiny-llama-ascii`: printable ASCII and newline, for tasks written in English (reasoning-gym).
+ASCII_CHARS = [chr(c) for c in range(32, 127)] + ["\n"]
 SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
 
 
-def build_tokenizer():
+def build_tokenizer(chars: list[str] | None = None, max_length: int = 128):
     """A character-level fast tokenizer (left padding, BOS prepended, EOS as the stop token)."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
-    vocab = {tok: i for i, tok in enumerate(SPECIALS + CHARS)}
+    vocab = {tok: i for i, tok in enumerate(SPECIALS + (chars or CHARS))}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
     tok.decoder = decoders.Fuse()
@@ -28,15 +30,15 @@ def build_tokenizer():
     # padding_side must be given to the constructor: set afterwards, save_pretrained drops it.
     return PreTrainedTokenizerFast(
         tokenizer_object=tok, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>",
-        unk_token="<unk>", padding_side="left", model_max_length=128)
+        unk_token="<unk>", padding_side="left", model_max_length=max_length)
 
 
 def build_model(seed: int = 0, hidden: int = 128, layers: int = 4, heads: int = 4,
-                mlp: int = 512, max_positions: int = 128):
+                mlp: int = 512, max_positions: int = 128, chars: list[str] | None = None):
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    tokenizer = build_tokenizer()
+    tokenizer = build_tokenizer(chars, max_positions)
     config = LlamaConfig(
         vocab_size=len(tokenizer), hidden_size=hidden, num_hidden_layers=layers,
         num_attention_heads=heads, num_key_value_heads=heads, intermediate_size=mlp,

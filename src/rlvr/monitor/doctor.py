@@ -13,6 +13,8 @@ report lists. Alarms (thresholds in `DoctorConfig`, K = `window`):
   ratio_extreme   ratio/max > ratio_max or ratio/min < 1 / ratio_max
   length_explosion  completions/mean_length > length_growth x its baseline
   non_finite      loss, grad_norm, kl or entropy is NaN/inf
+  task_zero_variance  in a run mixing verifiers: one verifier's reward/<v>/frac_zero_std above
+                  zero_std_max in each of the last K steps (the batch-wide fraction can hide it)
 
 An alarm that fired is silent for `cooldown` steps. The state (recent records, baselines, last
 firing) is plain Python and saved in checkpoints, so a resumed run raises the same alarms.
@@ -62,12 +64,13 @@ class Doctor:
         self.last_fired: dict[str, int] = {}
         self.checks: list[Callable[[dict[str, Any]], Alarm | None]] = [
             self._truncation, self._zero_variance, self._reward_flat, self._entropy, self._kl,
-            self._ratio, self._length, self._non_finite]
+            self._ratio, self._length, self._non_finite, self._task_zero_variance]
 
     def observe(self, step: int, record: dict[str, Any]) -> list[Alarm]:
         if not self.c.enabled:
             return []
-        now = {k: float(record[k]) for k in _TRACKED if isinstance(record.get(k), (int, float))}
+        now = {k: float(v) for k, v in record.items() if isinstance(v, (int, float))
+               and (k in _TRACKED or (k.startswith("reward/") and k.endswith("/frac_zero_std")))}
         self.history = (self.history + [now])[-self.c.window:]
         for key in ("entropy", "completions/mean_length"):
             samples = self.baseline_samples.setdefault(key, [])
@@ -120,6 +123,19 @@ class Doctor:
                       f"{vals[-1]:.3f} for {len(vals)} steps",
                       "check the verifier on a few transcripts; if rewards are all 0 or all 1, change "
                       "problem difficulty or use the curriculum")
+
+    def _task_zero_variance(self, now: dict[str, float]) -> Alarm | None:
+        """zero_variance for one task of a mixed run (a verifier in every one of the last K batches),
+        which the batch-wide fraction can hide while the other tasks still learn."""
+        keys = sorted(k for k in now if k.endswith("/frac_zero_std"))
+        for key in keys if len(keys) > 1 else ():
+            vals = self._full(key)
+            if vals is not None and min(vals) > self.c.zero_std_max:
+                task = key[len("reward/"):-len("/frac_zero_std")]
+                return _alarm("task_zero_variance", f"task {task}: over {self.c.zero_std_max:.0%} of its "
+                              f"groups had equal rewards for {len(vals)} steps: it teaches nothing",
+                              f"lower {task}'s weight or difficulty, or turn on curriculum.enabled")
+        return None
 
     def _entropy(self, now: dict[str, float]) -> Alarm | None:
         base, e = self._baseline("entropy"), now.get("entropy")

@@ -35,4 +35,34 @@ def step_metrics(groups: Sequence[Group], advantages_P_G: torch.Tensor, max_new_
     }
     for name, count in sorted(flags.items()):
         out[f"flags/{name}"] = count / len(comps)
+    out.update(per_verifier_metrics(groups, std_tol))
+    return out
+
+
+def per_verifier_metrics(groups: Sequence[Group], std_tol: float = 1e-6) -> dict[str, float]:
+    """`reward/<verifier>/{mean, accuracy, share, frac_zero_std}` for each verifier in the batch
+    (share: its fraction of the batch's completions), and TRL's `rewards/<term>/mean` for each term
+    of a combined verifier (the mean over completions where the term applied, i.e. was not None)."""
+    by_name: dict[str, list[Group]] = {}
+    for g in groups:
+        by_name.setdefault(g.problem.verifier, []).append(g)
+    total = sum(len(g.completions) for g in groups)
+    out: dict[str, float] = {}
+    for name, gs in sorted(by_name.items()):
+        rewards = [r for g in gs for r in g.rewards]
+        correct = [bool(c.score and c.score.correct) for g in gs for c in g.completions]
+        out[f"reward/{name}/mean"] = sum(rewards) / len(rewards)
+        out[f"reward/{name}/accuracy"] = sum(correct) / len(correct)
+        out[f"reward/{name}/share"] = len(rewards) / total
+        out[f"reward/{name}/frac_zero_std"] = sum(
+            float(torch.tensor(g.rewards, dtype=torch.float64).std(unbiased=False)) <= std_tol
+            for g in gs) / len(gs)
+    terms: dict[str, list[float]] = {}
+    for g in groups:
+        for c in g.completions:
+            for term, value in ((c.score.details or {}).get("terms") or {}).items() if c.score else ():
+                if value is not None:
+                    terms.setdefault(term, []).append(float(value))
+    for term, values in sorted(terms.items()):
+        out[f"rewards/{term}/mean"] = sum(values) / len(values)
     return out

@@ -57,12 +57,28 @@ def build_verifiers(names: set[str], options: dict[str, Any] | None = None) -> d
 
 def build_task(cfg: Config):
     from rlvr.tasks.arithmetic import ArithmeticTask
+    from rlvr.tasks.rgym import PREFIX, ReasoningGymTask
 
+    if cfg.data.task.startswith(PREFIX):
+        return ReasoningGymTask(cfg.data.task, cfg.data.task_options, cfg.seed, cfg.data.heldout_size)
     tasks = {"arithmetic": lambda: ArithmeticTask(cfg.data.difficulty, cfg.data.ops)}
     if cfg.data.task not in tasks:
         raise ConfigError(f"invalid value {cfg.data.task!r} for data.task; allowed: "
-                          f"{', '.join(tasks)}, or '' with data.train_path")
+                          f"{', '.join(tasks)}, reasoning_gym:NAME[=WEIGHT],..., "
+                          "or '' with data.train_path")
     return tasks[cfg.data.task]()
+
+
+def build_reward_funcs(cfg: Config) -> dict[str, Any]:
+    """The verifier `reward_funcs` from `data.reward_funcs` (nothing when that list is empty)."""
+    if not cfg.data.reward_funcs:
+        return {}
+    from rlvr.verifiers.reward_funcs import NAME, RewardFunctionsVerifier
+
+    try:
+        return {NAME: RewardFunctionsVerifier(terms=cfg.data.reward_funcs)}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(str(exc.args[0] if exc.args else exc)) from None
 
 
 def build_problems(cfg: Config) -> tuple[dict[str, Any], list[Problem], list[Problem], Any]:
@@ -70,17 +86,21 @@ def build_problems(cfg: Config) -> tuple[dict[str, Any], list[Problem], list[Pro
     if cfg.data.task:
         task = build_task(cfg)
         heldout = task.heldout(cfg.data.heldout_size)
+        if hasattr(task, "verifiers"):
+            return task.verifiers(), [], heldout, task
         return build_verifiers({"arithmetic"}, cfg.data.verifier_options), [], heldout, task
-    train = load_problems(cfg.data.train_path, cfg.data.verifier, cfg.data.prompt_field)
-    heldout = (load_problems(cfg.data.eval_path, cfg.data.verifier, cfg.data.prompt_field)
+    custom = build_reward_funcs(cfg)
+    default = cfg.data.verifier or ("reward_funcs" if custom else "")
+    train = load_problems(cfg.data.train_path, default, cfg.data.prompt_field)
+    heldout = (load_problems(cfg.data.eval_path, default, cfg.data.prompt_field)
                if cfg.data.eval_path else [])
-    names = {p.verifier for p in train + heldout}
+    names = {p.verifier for p in train + heldout} - set(custom)
     unknown = sorted(names - set(verifier_names()))
     if unknown:
         bad = next(p for p in train + heldout if p.verifier == unknown[0])
         raise UserError(f"field 'verifier': unknown verifier {unknown[0]!r}; known: "
-                        f"{', '.join(verifier_names())}", where=bad.metadata.get("source"))
-    verifiers = build_verifiers(names, cfg.data.verifier_options)
+                        f"{', '.join(verifier_names() + sorted(custom))}", where=bad.metadata.get("source"))
+    verifiers = {**build_verifiers(names, cfg.data.verifier_options), **custom}
     check_references(train + heldout, verifiers)
     return verifiers, train, heldout[:cfg.data.heldout_size] if cfg.data.heldout_size else heldout, None
 

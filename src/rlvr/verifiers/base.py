@@ -62,26 +62,40 @@ def get_verifier(name: str, **options: Any) -> Verifier:
 
 
 class CallableVerifier:
-    """Wraps a TRL-style reward function `f(completions, **columns) -> list[float]` unchanged.
+    """Wraps a TRL reward function `f(prompts, completions, **kwargs) -> list[float | None]`
+    unchanged, in this process (for the Python API; configs name functions through
+    `reward_funcs.RewardFunctionsVerifier`, which runs them in worker processes).
 
-    Columns are the problem's metadata plus `prompts` and `reference` (TRL passes dataset columns
-    as keyword lists). A reward > 0 counts as correct; exceptions give reward 0 and flag `crash`.
+    It is called as TRL calls it (see `reward_funcs.trl_kwargs`). A reward > 0 counts as correct;
+    None ("not applicable") gives 0 and the flag `unscorable`; an exception or a list of the wrong
+    length gives reward 0 and the flag `crash`.
     """
 
-    def __init__(self, fn: Callable[..., Sequence[float]], name: str | None = None):
+    takes_token_ids = True
+
+    def __init__(self, fn: Callable[..., Sequence[float | None]], name: str | None = None):
         self.fn = fn
         self.name = name or getattr(fn, "__name__", "callable")
 
     def check_reference(self, problem: Problem) -> None:
         return None
 
-    def score_batch(self, responses: Sequence[str], problems: Sequence[Problem]) -> list[Score]:
-        columns: dict[str, list[Any]] = {"prompts": [p.prompt for p in problems],
-                                         "reference": [p.reference for p in problems]}
-        for key in {k for p in problems for k in p.metadata}:
-            columns[key] = [p.metadata.get(key) for p in problems]
+    def score_batch(self, responses: Sequence[str], problems: Sequence[Problem],
+                    token_ids: Sequence[Sequence[int]] | None = None) -> list[Score]:
+        from rlvr.verifiers.reward_funcs import check_rewards, trl_kwargs
+
         try:
-            rewards = list(self.fn(list(responses), **columns))
+            rewards = check_rewards(self.fn(**trl_kwargs(responses, problems, token_ids)), len(responses))
         except Exception as exc:  # a user reward function must not crash the run
             return [Score(0.0, False, ("crash",), details={"error": repr(exc)}) for _ in responses]
-        return [Score(float(r or 0.0), bool(r and r > 0), ()) for r in rewards]
+        return [Score(0.0, False, ("unscorable",)) if r is None else Score(r, r > 0, ())
+                for r in rewards]
+
+
+def score_with_ids(verifier: Verifier, responses: Sequence[str], problems: Sequence[Problem],
+                   token_ids: Sequence[Sequence[int]]) -> list[Score]:
+    """`verifier.score_batch`, passing the sampled token ids to verifiers that take them (TRL
+    reward functions receive them as `completion_ids`)."""
+    if getattr(verifier, "takes_token_ids", False):
+        return list(verifier.score_batch(responses, problems, token_ids=token_ids))  # type: ignore[call-arg]
+    return list(verifier.score_batch(responses, problems))

@@ -1,7 +1,7 @@
 """Composition of verifiers: weighted sums per task, and routing by each problem's verifier name.
 
-`as_verifier(x)` accepts a `Verifier`, a registry name, or a TRL-style reward function
-`f(completions, **columns) -> list[float]` (wrapped unchanged by `CallableVerifier`).
+`as_verifier(x)` accepts a `Verifier`, a registry name, or a TRL reward function
+`f(prompts, completions, **kwargs) -> list[float | None]` (wrapped unchanged by `CallableVerifier`).
 
 `CompositeVerifier(terms=[...])` scores every response with each term and sums `weight × reward`.
 `correct` comes from the primary term (the first, unless one is marked `"primary": true`); flags

@@ -1,0 +1,281 @@
+"""TRL reward functions, unchanged, as a verifier: called the way TRL's `GRPOTrainer` calls them.
+
+A reward function written for TRL (`def f(prompts, completions, **kwargs) -> list[float | None]`)
+is called once per batch of completions with keyword arguments, as `GRPOTrainer._calculate_rewards`
+does (TRL 1.x):
+
+  prompts          the problems' prompts: strings, or chat-message lists
+  completions      strings; or, when the prompts are messages, `[{"role": "assistant", "content": text}]`
+  completion_ids   the completion token ids exactly as sampled (lists of ints)
+  <column>=[...]   every other dataset column: the row's reference under the name it had in the file
+                   (`answer`, `solution`, `reference`, `tests`) and every extra column
+  trainer_state    None (rlvr has no `transformers.TrainerState`; functions that read it must cope)
+  log_extra, log_metric   callables that accept what TRL's accept and discard it
+
+`None` in the returned list means "not applicable": as in TRL, it counts as NaN and the weighted sum
+over functions skips it (`nansum`). Where every term of a completion is None, TRL gives the
+completion a NaN reward and advantage 0; here it gets reward 0.0 and the flag `unscorable`
+(rlvr's rewards are floats), which differs from TRL in that the completion still enters its
+group's mean.
+
+`RewardFunctionsVerifier(terms=[...])` mixes functions and built-in verifiers, each with a weight:
+`{"fn": "my_rewards.py:accuracy", "weight": 1.0}`, `{"fn": "trl.rewards:accuracy_reward"}`,
+`{"fn": "trl.rewards:get_soft_overlong_punishment", "init": {"max_completion_len": 48,
+"soft_punish_cache": 8}}` (`init` calls a factory to get the function), `{"verifier": "math"}`.
+Functions are user code: they run in worker processes (`workers.py`) under a wall-clock budget
+(`timeout_s` per batch); a function that raises, returns the wrong length or overruns gives its
+term 0 for that batch with the flag `crash` or `timeout`, and never stops the run. `correct` comes
+from the term marked `primary: true` (else the first): a verifier's own verdict, or reward > 0.
+Not guaranteed: isolation beyond a separate process with an address-space cap (no sandbox).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import math
+import re
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from rlvr.types import Problem, Score
+
+NAME = "reward_funcs"
+_TERM_KEYS = {"fn", "verifier", "weight", "init", "options", "primary", "name", "timeout_s"}
+_FN_SPEC = re.compile(r"^(?P<target>[^:]+):(?P<attr>[A-Za-z_][A-Za-z0-9_]*)$")
+_INTERNAL_COLUMNS = {"source", "reference_column"}
+
+
+# ---- validation (config load time; imports nothing of the user's) ------------------------------
+
+def check_terms(terms: Sequence[Any], key: str = "data.reward_funcs") -> None:
+    """Raise ValueError naming `key[i].field` for the first malformed term."""
+    for i, term in enumerate(terms):
+        where = f"{key}[{i}]"
+        if not isinstance(term, Mapping):
+            raise ValueError(f"{where} must be a mapping like {{fn: my_rewards.py:accuracy, "
+                             f"weight: 1.0}} or {{verifier: math}}; got {term!r}")
+        unknown = sorted(set(term) - _TERM_KEYS)
+        if unknown:
+            raise ValueError(f"{where}.{unknown[0]}: unknown key; allowed: {', '.join(sorted(_TERM_KEYS))}")
+        if ("fn" in term) == ("verifier" in term):
+            raise ValueError(f"{where}: give exactly one of 'fn' (a reward function) or 'verifier'")
+        if "fn" in term and not (isinstance(term["fn"], str) and _FN_SPEC.match(term["fn"])):
+            raise ValueError(f"{where}.fn: {term['fn']!r} must look like module:function or "
+                             "path/to/file.py:function")
+        if "verifier" in term and not isinstance(term["verifier"], str):
+            raise ValueError(f"{where}.verifier must be a verifier name")
+        weight = term.get("weight", 1.0)
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
+            raise ValueError(f"{where}.weight must be a finite number; got {weight!r}")
+        for opt in ("init", "options"):
+            if opt in term and not isinstance(term[opt], Mapping):
+                raise ValueError(f"{where}.{opt} must be a mapping of keyword arguments")
+        t = term.get("timeout_s", 30.0)
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0:
+            raise ValueError(f"{where}.timeout_s must be a number > 0; got {t!r}")
+
+
+# ---- the TRL calling convention -----------------------------------------------------------------
+
+def _discard(*_: Any, **__: Any) -> None:
+    return None
+
+
+def trl_kwargs(responses: Sequence[str], problems: Sequence[Problem],
+               token_ids: Sequence[Sequence[int]] | None = None) -> dict[str, Any]:
+    """The keyword arguments TRL's GRPOTrainer passes a reward function for this batch."""
+    conversational = bool(problems) and isinstance(problems[0].prompt, list)
+    completions: list[Any] = ([[{"role": "assistant", "content": r}] for r in responses]
+                              if conversational else list(responses))
+    kwargs: dict[str, Any] = {"prompts": [p.prompt for p in problems], "completions": completions,
+                              "completion_ids": [list(t) for t in token_ids] if token_ids is not None
+                              else [None] * len(responses)}
+    columns: dict[str, list[Any]] = {}
+    for key in dict.fromkeys(k for p in problems for k in p.metadata):
+        if key not in _INTERNAL_COLUMNS:
+            columns[key] = [p.metadata.get(key) for p in problems]
+    ref_names = {p.metadata.get("reference_column") or "reference" for p in problems}
+    for name in ref_names:
+        columns.setdefault(name, [p.reference for p in problems])
+    kwargs.update(columns)
+    kwargs.update(trainer_state=None, log_extra=_discard, log_metric=_discard)
+    return kwargs
+
+
+def check_rewards(rewards: Any, n: int) -> list[float | None]:
+    """TRL's contract: one float (or None) per completion. Raises ValueError otherwise."""
+    rewards = list(rewards)
+    if len(rewards) != n:
+        raise ValueError(f"returned {len(rewards)} rewards for {n} completions")
+    out: list[float | None] = []
+    for r in rewards:
+        if r is None or (isinstance(r, float) and math.isnan(r)):
+            out.append(None)
+        elif isinstance(r, bool) or not isinstance(r, (int, float)) and not hasattr(r, "__float__"):
+            raise ValueError(f"returned {type(r).__name__} {r!r}; expected float or None")
+        else:
+            out.append(float(r))
+    return out
+
+
+def combine(per_term: Sequence[Sequence[float | None]], weights: Sequence[float]) -> list[float | None]:
+    """TRL's `(rewards_per_func * weights).nansum(dim=1)`; None where every term is None."""
+    out: list[float | None] = []
+    for column in zip(*per_term):
+        vals = [w * r for w, r in zip(weights, column) if r is not None]
+        out.append(sum(vals) if vals else None)
+    return out
+
+
+# ---- worker side: load and call user functions --------------------------------------------------
+
+_LOADED: dict[tuple[str, str], Callable[..., Any]] = {}
+
+
+def _import_target(target: str):
+    if target.endswith(".py"):
+        path = Path(target).resolve()
+        if not path.is_file():
+            raise FileNotFoundError(f"no such file: {target}")
+        spec = importlib.util.spec_from_file_location(f"rlvr_reward_{abs(hash(str(path)))}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        return module
+    return importlib.import_module(target)
+
+
+def load_function(fn_spec: str, init: Mapping[str, Any] | None = None) -> Callable[..., Any]:
+    """The callable named by `module:attr` or `file.py:attr` (a factory called with `init`)."""
+    key = (fn_spec, repr(sorted((init or {}).items())))
+    if key not in _LOADED:
+        target, _, attr = fn_spec.rpartition(":")
+        fn = getattr(_import_target(target), attr)
+        if init is not None:
+            fn = fn(**init)
+        if not callable(fn):
+            raise TypeError(f"{fn_spec} is not callable")
+        _LOADED[key] = fn
+    return _LOADED[key]
+
+
+def probe_function(fn_spec: str, init: Mapping[str, Any] | None) -> str | None:
+    """Worker entry for build-time validation: None, or why the function cannot be loaded."""
+    try:
+        load_function(fn_spec, init)
+        return None
+    except BaseException as exc:  # noqa: BLE001 - any import failure is reported, not raised
+        return f"{type(exc).__name__}: {exc}"[:500]
+
+
+def call_function(fn_spec: str, init: Mapping[str, Any] | None, kwargs: dict[str, Any]) -> Any:
+    """Worker entry: call the function as TRL does; the checked list of rewards, or an error."""
+    fn = load_function(fn_spec, init)
+    kwargs = dict(kwargs, log_extra=_discard, log_metric=_discard)
+    try:
+        return ("ok", check_rewards(fn(**kwargs), len(kwargs["completions"])))
+    except Exception as exc:  # noqa: BLE001 - user code: the verdict is `crash`
+        return ("error", f"{type(exc).__name__}: {exc}"[:500])
+
+
+# ---- parent side: the verifier ------------------------------------------------------------------
+
+_CALL = "rlvr.verifiers.reward_funcs:call_function"
+_PROBE = "rlvr.verifiers.reward_funcs:probe_function"
+
+
+class _FunctionTerm:
+    def __init__(self, term: Mapping[str, Any], pool):
+        self.spec, self.pool = term["fn"], pool
+        self.init = dict(term["init"]) if "init" in term else None
+        self.timeout_s = float(term.get("timeout_s", 30.0))
+        self.name = term.get("name") or self.spec.rpartition(":")[2]
+        self.verifier = None
+
+    def check(self, where: str) -> None:
+        out = self.pool.run(_PROBE, (self.spec, self.init), max(60.0, self.timeout_s))
+        error = out.value if out.status == "ok" else f"loading it did not finish ({out.status})"
+        if error:
+            raise ValueError(f"{where}.fn: cannot load {self.spec!r}: {error}")
+
+    def rewards(self, responses, problems, token_ids) -> tuple[list[float | None], tuple[str, ...], str]:
+        out = self.pool.run(_CALL, (self.spec, self.init, trl_kwargs(responses, problems, token_ids)),
+                            self.timeout_s)
+        if out.status == "ok" and out.value[0] == "ok":
+            return out.value[1], (), ""
+        error = out.value[1] if out.status == "ok" else str(out.value or out.status)
+        flag = "timeout" if out.status == "timeout" else "crash"
+        return [0.0] * len(responses), (flag,), f"{self.name}: {error}"
+
+
+class _VerifierTerm:
+    def __init__(self, term: Mapping[str, Any]):
+        from rlvr.verifiers.base import get_verifier
+
+        self.verifier = get_verifier(term["verifier"], **dict(term.get("options") or {}))
+        self.name = term.get("name") or self.verifier.name
+
+    def check(self, where: str) -> None:
+        return None
+
+    def rewards(self, responses, problems, token_ids):
+        self.scores = self.verifier.score_batch(responses, problems)
+        return [s.reward for s in self.scores], (), ""
+
+
+class RewardFunctionsVerifier:
+    """Weighted TRL reward functions and built-in verifiers, combined as TRL combines them."""
+
+    name = NAME
+    takes_token_ids = True  # score_groups passes the sampled token ids as `completion_ids`
+
+    def __init__(self, *, terms: Sequence[Mapping[str, Any]], workers: int = 1,
+                 memory_mb: int = 8192, key: str = "data.reward_funcs"):
+        from rlvr.verifiers.workers import WorkerPool
+
+        check_terms(terms, key)
+        if not terms:
+            raise ValueError(f"{key}: give at least one reward function or verifier")
+        self.pool = WorkerPool(workers, memory_mb=memory_mb)
+        self.terms = [_FunctionTerm(t, self.pool) if "fn" in t else _VerifierTerm(t) for t in terms]
+        names = [t.name for t in self.terms]
+        for i, t in enumerate(self.terms):  # TRL-style metric names must be unique
+            if names.count(t.name) > 1:
+                t.name = f"{t.name}_{i}"
+        self.weights = [float(t.get("weight", 1.0)) for t in terms]
+        marked = [i for i, t in enumerate(terms) if t.get("primary")]
+        self.primary = marked[0] if marked else 0
+        for i, t in enumerate(self.terms):
+            t.check(f"{key}[{i}]")
+
+    def check_reference(self, problem: Problem) -> None:
+        for t in self.terms:
+            if t.verifier is not None:
+                t.verifier.check_reference(problem)
+
+    def score_batch(self, responses: Sequence[str], problems: Sequence[Problem],
+                    token_ids: Sequence[Sequence[int]] | None = None) -> list[Score]:
+        per_term, flags, errors = [], [], []
+        for t in self.terms:
+            rewards, term_flags, error = t.rewards(list(responses), list(problems), token_ids)
+            per_term.append(rewards)
+            flags.extend(term_flags)
+            errors += [error] if error else []
+        total = combine(per_term, self.weights)
+        out = []
+        for i, reward in enumerate(total):
+            primary = self.terms[self.primary]
+            correct = (primary.scores[i].correct if isinstance(primary, _VerifierTerm)
+                       else bool(per_term[self.primary][i] and per_term[self.primary][i] > 0))
+            row_flags = tuple(dict.fromkeys(flags + (["unscorable"] if reward is None else [])))
+            details = {"terms": {t.name: r[i] for t, r in zip(self.terms, per_term)}}
+            if errors:
+                details["error"] = "; ".join(errors)[:500]
+            out.append(Score(0.0 if reward is None else reward, correct, row_flags, None, details))
+        return out
+
+    def close(self) -> None:
+        self.pool.close()
+        for t in self.terms:
+            if t.verifier is not None:
+                getattr(t.verifier, "close", lambda: None)()
