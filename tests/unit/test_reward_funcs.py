@@ -12,7 +12,8 @@ from rlvr.data import row_to_problem
 from rlvr.errors import ConfigError
 from rlvr.types import Problem
 from rlvr.verifiers.base import CallableVerifier
-from rlvr.verifiers.reward_funcs import RewardFunctionsVerifier, combine, trl_kwargs
+from rlvr.verifiers.reward_funcs import RewardFunctionsVerifier
+from rlvr.verifiers.trl_call import combine, trl_kwargs
 
 REWARDS_FILE = '''
 import time

@@ -82,7 +82,7 @@ class CallableVerifier:
 
     def score_batch(self, responses: Sequence[str], problems: Sequence[Problem],
                     token_ids: Sequence[Sequence[int]] | None = None) -> list[Score]:
-        from rlvr.verifiers.reward_funcs import check_rewards, trl_kwargs
+        from rlvr.verifiers.trl_call import check_rewards, trl_kwargs
 
         try:
             rewards = check_rewards(self.fn(**trl_kwargs(responses, problems, token_ids)), len(responses))

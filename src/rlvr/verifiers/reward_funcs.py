@@ -39,11 +39,11 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from rlvr.types import Problem, Score
+from rlvr.verifiers.trl_call import discard, check_rewards, combine, trl_kwargs
 
 NAME = "reward_funcs"
 _TERM_KEYS = {"fn", "verifier", "weight", "init", "options", "primary", "name", "timeout_s"}
 _FN_SPEC = re.compile(r"^(?P<target>[^:]+):(?P<attr>[A-Za-z_][A-Za-z0-9_]*)$")
-_INTERNAL_COLUMNS = {"source", "reference_column"}
 
 
 # ---- validation (config load time; imports nothing of the user's) ------------------------------
@@ -74,58 +74,6 @@ def check_terms(terms: Sequence[Any], key: str = "data.reward_funcs") -> None:
         t = term.get("timeout_s", 30.0)
         if isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0:
             raise ValueError(f"{where}.timeout_s must be a number > 0; got {t!r}")
-
-
-# ---- the TRL calling convention -----------------------------------------------------------------
-
-def _discard(*_: Any, **__: Any) -> None:
-    return None
-
-
-def trl_kwargs(responses: Sequence[str], problems: Sequence[Problem],
-               token_ids: Sequence[Sequence[int]] | None = None) -> dict[str, Any]:
-    """The keyword arguments TRL's GRPOTrainer passes a reward function for this batch."""
-    conversational = bool(problems) and isinstance(problems[0].prompt, list)
-    completions: list[Any] = ([[{"role": "assistant", "content": r}] for r in responses]
-                              if conversational else list(responses))
-    kwargs: dict[str, Any] = {"prompts": [p.prompt for p in problems], "completions": completions,
-                              "completion_ids": [list(t) for t in token_ids] if token_ids is not None
-                              else [None] * len(responses)}
-    columns: dict[str, list[Any]] = {}
-    for key in dict.fromkeys(k for p in problems for k in p.metadata):
-        if key not in _INTERNAL_COLUMNS:
-            columns[key] = [p.metadata.get(key) for p in problems]
-    ref_names = {p.metadata.get("reference_column") or "reference" for p in problems}
-    for name in ref_names:
-        columns.setdefault(name, [p.reference for p in problems])
-    kwargs.update(columns)
-    kwargs.update(trainer_state=None, log_extra=_discard, log_metric=_discard)
-    return kwargs
-
-
-def check_rewards(rewards: Any, n: int) -> list[float | None]:
-    """TRL's contract: one float (or None) per completion. Raises ValueError otherwise."""
-    rewards = list(rewards)
-    if len(rewards) != n:
-        raise ValueError(f"returned {len(rewards)} rewards for {n} completions")
-    out: list[float | None] = []
-    for r in rewards:
-        if r is None or (isinstance(r, float) and math.isnan(r)):
-            out.append(None)
-        elif isinstance(r, bool) or not isinstance(r, (int, float)) and not hasattr(r, "__float__"):
-            raise ValueError(f"returned {type(r).__name__} {r!r}; expected float or None")
-        else:
-            out.append(float(r))
-    return out
-
-
-def combine(per_term: Sequence[Sequence[float | None]], weights: Sequence[float]) -> list[float | None]:
-    """TRL's `(rewards_per_func * weights).nansum(dim=1)`; None where every term is None."""
-    out: list[float | None] = []
-    for column in zip(*per_term):
-        vals = [w * r for w, r in zip(weights, column) if r is not None]
-        out.append(sum(vals) if vals else None)
-    return out
 
 
 # ---- worker side: load and call user functions --------------------------------------------------
@@ -171,7 +119,7 @@ def probe_function(fn_spec: str, init: Mapping[str, Any] | None) -> str | None:
 def call_function(fn_spec: str, init: Mapping[str, Any] | None, kwargs: dict[str, Any]) -> Any:
     """Worker entry: call the function as TRL does; the checked list of rewards, or an error."""
     fn = load_function(fn_spec, init)
-    kwargs = dict(kwargs, log_extra=_discard, log_metric=_discard)
+    kwargs = dict(kwargs, log_extra=discard, log_metric=discard)
     try:
         return ("ok", check_rewards(fn(**kwargs), len(kwargs["completions"])))
     except Exception as exc:  # noqa: BLE001 - user code: the verdict is `crash`
