@@ -105,3 +105,32 @@ def test_trimming_padding_columns_leaves_the_update_unchanged(tiny):
     assert wide.trimmed().prompt_ids.tolist() == batch.prompt_ids.tolist()
     for a, b in zip(_sgd_delta(tiny, wide)[0], _sgd_delta(tiny, batch)[0]):
         torch.testing.assert_close(a, b, atol=1e-7, rtol=1e-5)
+
+
+def _recorded_gradients(model, batch, **kw):
+    """The gradient of every optimizer step update_policy takes, with weights that never move
+    (SGD at lr 0), so that every pass sees the same policy and nothing is clipped (ratio 1)."""
+    model = copy.deepcopy(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)
+    seen = []
+    opt.register_step_pre_hook(lambda *_: seen.append(
+        [torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in model.parameters()]))
+    stats = update_policy(model, opt, batch, SPEC, grad_clip=0.0, **kw)
+    return seen, stats
+
+
+def test_each_minibatch_step_is_the_full_batch_gradient_on_average(tiny):
+    # Each minibatch is one optimizer step normalised by its share of the batch's token count
+    # (TRL's dapo does the same per accumulation window): over one pass the minibatch gradients
+    # average to the full-batch gradient, whatever the pass count μ and the row order.
+    batch = _batch([[1.0, 0.0, -1.0], [0.5, -0.5, 0.7]])
+    (full,), _ = _recorded_gradients(tiny, batch)
+    steps, stats = _recorded_gradients(tiny, batch, mu=2, minibatch_size=2,
+                                       generator=torch.Generator().manual_seed(0))
+    assert stats["optimizer_steps"] == 6.0 and len(steps) == 6   # 5 active rows: 3 minibatches × μ
+    assert stats["clip_ratio/region_mean"] == 0.0
+    for one_pass in (steps[:3], steps[3:]):
+        mean = [sum(g) / 3 for g in zip(*one_pass)]
+        for a, b in zip(mean, full):
+            torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-4)
+    assert any(float((a - b).abs().max()) > 1e-4 for a, b in zip(steps[0], full))   # a real split

@@ -2,6 +2,8 @@
 
 `build_batch` turns groups into padded tensors with one advantage per sequence. `update_policy`
 runs μ passes over minibatches of the batch with the GRPO loss from `rlvr.algo`.
+With several minibatches each is one optimizer step whose gradient, at unchanged weights and
+with nothing clipped, averages over a pass to the full-batch gradient.
 
 Work that cannot change the gradient is skipped: when the loss has no KL and no entropy term, a
 sequence whose advantage is exactly 0 contributes exactly 0 to the gradient, so it gets no forward
@@ -147,8 +149,10 @@ def update_policy(model, optimizer, batch: Batch, spec: LossSpec, *, mu: int = 1
     size = minibatch_size or len(batch)
     single_pass = mu == 1 and size >= len(batch)
     old_logp = None if single_pass else _old_logp(model, work, spec.temperature, autocast, compute)
-    # Each minibatch of `size` sequences of the full batch is one optimizer step; its normaliser
-    # is its share of the whole batch's, so the steps add up to the full-batch loss when μ = 1.
+    # Each minibatch of `size` sequences of the full batch is one optimizer step, normalised by
+    # its share of the whole batch's normaliser (TRL's dapo rescales per accumulation window the
+    # same way): every step has the full-batch gradient's scale, and over one pass the minibatch
+    # gradients AVERAGE to the full-batch gradient (they do not add up to it).
     n_minibatches = max(1, math.ceil(len(batch) / size))
     steps = 0
     for _ in range(mu):
