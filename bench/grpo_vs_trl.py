@@ -67,9 +67,25 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--heldout", type=int, default=200, help="held-out problems for the final accuracy")
     p.add_argument("--workdir", default=str(REPO / "runs" / "bench_grpo_vs_trl"))
     p.add_argument("--trl-bf16", action="store_true", help="TRL with bf16 autocast (default float32)")
-    p.add_argument("--no-rlvr-bf16", dest="rlvr_bf16", action="store_false",
-                   help="rlvr in float32 (default: model.autocast_bf16=true)")
-    return p.parse_args(argv)
+    p.add_argument("--rlvr-bf16", dest="rlvr_bf16", action="store_true", default=None,
+                   help="rlvr with model.autocast_bf16=true (default: only where the CPU has native bf16)")
+    p.add_argument("--no-rlvr-bf16", dest="rlvr_bf16", action="store_false", help="rlvr in float32")
+    p.add_argument("--seeds", type=int, nargs="+", help="several seeds, one interleaved run each "
+                   "(separate processes): held-out accuracy as mean ± standard error, ratio as the median")
+    p.add_argument("--busy", action="store_true", help="keep one extra busy-looping process running "
+                   "during the runs (the 'another process on one core' condition)")
+    args = p.parse_args(argv)
+    if args.rlvr_bf16 is None:
+        args.rlvr_bf16 = native_bf16()
+    return args
+
+
+def native_bf16() -> bool:
+    """Whether this CPU computes in bf16 natively (AVX512-BF16 / AMX). Without it (AVX2-only
+    CPUs) PyTorch emulates bf16 and every op gets slower than in float32, so bf16 is no win."""
+    import torch
+
+    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
 def rlvr_config(args, sft_path: Path, run_dir: Path):
@@ -303,8 +319,19 @@ class Floors:
 
 
 def main(argv=None) -> dict:
+    argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
     _require_trl()
+    sys.path.insert(0, str(Path(__file__).parent))
+    from seeds import busy_process, run_seeds
+
+    if args.seeds:
+        return run_seeds(Path(__file__), argv, args.seeds, args.busy)
+    with busy_process(args.busy):
+        return one_run(args)
+
+
+def one_run(args) -> dict:
     from rlvr import config as config_mod
     from rlvr.models.policy import load_policy
     from rlvr.models.quiet import quiet_transformers
@@ -347,6 +374,7 @@ def main(argv=None) -> dict:
             f"held-out accuracy {stats['heldout_accuracy']:.1%}  not arithmetic "
             f"{stats['non_arithmetic_share']:.0%} (floor {stats['bare_math_floor_s']:.3f} s)")
     report["ratio"] = report["rlvr"]["tok_per_s"] / report["trl"]["tok_per_s"]
+    report["load_avg_1min"] = __import__("os").getloadavg()[0]
     report["reward_rlvr"], report["reward_trl"] = report["rlvr"]["reward_last5"], report["trl"]["reward_last5"]
     report["accuracy_rlvr"], report["accuracy_trl"] = (report["rlvr"]["heldout_accuracy"],
                                                        report["trl"]["heldout_accuracy"])
