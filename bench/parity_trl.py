@@ -50,7 +50,7 @@ def _loss_and_grad(model, batch, adv, autocast: bool):
     loss, _ = grpo_loss(logp, logp.detach(), work.advantages, work.completion_mask.float(),
                         eps_low=0.2, eps_high=0.2, norm=norm)
     grads = torch.autograd.grad(loss, params, allow_unused=True)
-    return float(loss), [torch.zeros_like(p) if g is None else g for g, p in zip(grads, params)]
+    return float(loss.detach()), [torch.zeros_like(p) if g is None else g for g, p in zip(grads, params)]
 
 
 def _norm(grads) -> float:
@@ -92,6 +92,8 @@ def main(argv=None) -> dict:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workdir", default=str(REPO / "runs" / "bench_grpo_vs_trl"))
     p.add_argument("--heldout", type=int, default=200)
+    p.add_argument("--bf16", action="store_true", help="also the bf16 loss path and a bf16 replay "
+                   "(slow on CPUs without native bf16)")
     own = p.parse_args(argv)
     args = bench.parse_args(["--steps", str(own.steps), "--seed", str(own.seed), "--workdir", own.workdir,
                              "--heldout", str(own.heldout)])
@@ -113,7 +115,10 @@ def main(argv=None) -> dict:
     sampler = TaskSampler(task, args.prompts, args.seed)
     problems = [q for s in range(args.steps) for q in sampler.next_batch(s)]
     start, tokenizer = load_policy(str(sft))
-    replays = {"replay_fp32": Replay(start, args, False), "replay_bf16": Replay(start, args, True)}
+    replays = {"replay_fp32": Replay(start, args, False)}
+    if own.bf16:
+        replays["replay_bf16"] = Replay(start, args, True)
+    variants = [v for v in VARIANTS if own.bf16 or "bf16" not in v]
 
     baton = bench.Baton()
     baton.rlvr_turn.release = lambda: None          # no rlvr thread: TRL never waits
@@ -142,6 +147,8 @@ def main(argv=None) -> dict:
         ref_loss, ref = _loss_and_grad(model, batch, batch.advantages, False)
         row["fp32_trl_adv"] = {"loss": ref_loss, "grad_norm": _norm(ref)}
         for name, adv, ac in (("bf16_trl_adv", batch.advantages, True), ("fp32_rlvr_adv", rlvr_adv, False)):
+            if name not in variants:
+                continue
             loss, g = _loss_and_grad(model, batch, adv, ac)
             row[name] = {"loss": loss, "grad_norm": _norm(g), "cos_to_fp32": _cos(g, ref)}
         for name, r in replays.items():
@@ -165,13 +172,15 @@ def main(argv=None) -> dict:
     summary = {"seed": args.seed, "steps": args.steps,
                "grad_norm_median": {"trl": statistics.median(trl_norms),
                                     **{k: statistics.median(r[k]["grad_norm"] for r in rows)
-                                       for k in VARIANTS}},
+                                       for k in variants}},
                "grad_clipped_fraction": {"trl": clipped(trl_norms),
                                          **{k: clipped([r[k]["grad_norm"] for r in rows])
-                                            for k in VARIANTS}},
+                                            for k in variants}},
                "max_rel_grad_norm_diff_fp32_vs_trl": max(abs(r["fp32_trl_adv"]["grad_norm"] / r["trl"]["grad_norm"] - 1)
                                                          for r in rows if r["trl"]["grad_norm"] > 0),
-               "min_cos_bf16_vs_fp32": min(r["bf16_trl_adv"]["cos_to_fp32"] for r in rows if r["active_rows"])}
+               "min_cos_rlvr_adv_vs_trl_adv": min(r["fp32_rlvr_adv"]["cos_to_fp32"] for r in rows if r["active_rows"])}
+    if own.bf16:
+        summary["min_cos_bf16_vs_fp32"] = min(r["bf16_trl_adv"]["cos_to_fp32"] for r in rows if r["active_rows"])
     heldout = task.heldout(args.heldout)
     summary["heldout"] = {"start": bench.heldout_accuracy(start, tokenizer, heldout, args.max_new_tokens),
                           "trl": bench.heldout_accuracy(trainer.model, tokenizer, heldout, args.max_new_tokens),
