@@ -156,6 +156,10 @@ def main(argv=None) -> dict:
             b.advantages = rlvr_adv
             r.step(b)
         rows.append(row)
+        logged = [r for r in trainer.state.log_history if "grad_norm" in r]
+        if len(rows) >= 2 and len(logged) >= len(rows) - 1:   # TRL logs a step after its update
+            print(json.dumps({**rows[-2], "trl": {"loss": logged[len(rows) - 2]["loss"],
+                                                  "grad_norm": logged[len(rows) - 2]["grad_norm"]}}), flush=True)
         return inner(model, inputs)
 
     trainer._compute_loss = probing_loss
@@ -163,7 +167,7 @@ def main(argv=None) -> dict:
     logs = [r for r in trainer.state.log_history if "grad_norm" in r]
     for row, log in zip(rows, logs):
         row["trl"] = {"loss": log["loss"], "grad_norm": log["grad_norm"]}
-        print(json.dumps(row))
+    print(json.dumps(rows[-1]), flush=True)
 
     def clipped(xs):
         return sum(x > 1.0 for x in xs) / len(xs)
