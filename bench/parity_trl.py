@@ -21,6 +21,7 @@ import argparse
 import copy
 import importlib.util
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -99,7 +100,6 @@ def main(argv=None) -> dict:
                              "--heldout", str(own.heldout)])
     bench._require_trl()
     from rlvr import config as config_mod
-    from rlvr.algo.advantages import group_advantages
     from rlvr.models.policy import load_policy
     from rlvr.models.quiet import quiet_transformers
     from rlvr.sampling.sampler import TaskSampler
@@ -124,15 +124,6 @@ def main(argv=None) -> dict:
     baton.rlvr_turn.release = lambda: None          # no rlvr thread: TRL never waits
     baton.trl_turn.acquire = lambda: None
     trainer = bench.trl_trainer(args, sft, problems, Path(args.workdir) / "trl_parity", baton, [])
-    rewards_seen: list[list[float]] = []
-    reward_fn = trainer.reward_funcs[0]
-
-    def recording_reward(*a, **kw):
-        out = reward_fn(*a, **kw)
-        rewards_seen.append(list(out))
-        return out
-
-    trainer.reward_funcs[0] = recording_reward
     rows: list[dict] = []
     inner = trainer._compute_loss
 
@@ -140,8 +131,10 @@ def main(argv=None) -> dict:
         batch = Batch(inputs["prompt_ids"], inputs["prompt_mask"], inputs["completion_ids"],
                       inputs["completion_mask"], inputs["advantages"].float(),
                       torch.zeros(inputs["completion_ids"].shape))
-        rewards = torch.tensor(rewards_seen[-1]).view(-1, args.group_size)
-        rlvr_adv = group_advantages(rewards, "group").view(-1)
+        # TRL shuffles the generation batch before the loss, so rows no longer follow the reward
+        # order; rlvr's population-std advantage is TRL's unbiased-std one times sqrt(G/(G-1))
+        # (up to the two eps terms, < 1e-3 relative for 0/1 rewards and G = 8).
+        rlvr_adv = batch.advantages * math.sqrt(args.group_size / (args.group_size - 1))
         row = {"step": len(rows), "active_rows": int((batch.advantages != 0).sum()),
                "tokens": int(inputs["num_items_in_batch"])}
         ref_loss, ref = _loss_and_grad(model, batch, batch.advantages, False)
