@@ -51,8 +51,12 @@ class Completion:
     text: str
     token_ids: list[int]
     logprobs: list[float]
-    finish_reason: str  # "stop" (EOS or stop string) or "length" (hit max_new_tokens)
+    finish_reason: str  # "stop" (EOS or stop string) or "length" (hit max_new_tokens); episodes: see agents
     score: Score | None = None
+    # Agent episodes only (`rlvr.agents.episode`): token_ids interleave model and environment
+    # tokens; loss_mask is 1 on model tokens (trained), 0 on environment tokens (never trained).
+    loss_mask: list[int] | None = None
+    turns: int = 1
 
 
 @dataclass

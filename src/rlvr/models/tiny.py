@@ -52,13 +52,14 @@ def build_model(seed: int = 0, hidden: int = 128, layers: int = 4, heads: int = 
     return model, tokenizer
 
 
-def save_tiny_model(path: str | Path, seed: int = 0) -> Path:
-    """Build the tiny model and tokenizer and save both as a Hugging Face checkpoint at `path`."""
+def save_tiny_model(path: str | Path, seed: int = 0, **options) -> Path:
+    """Build the tiny model and tokenizer and save both as a Hugging Face checkpoint at `path`
+    (`options` go to `build_model`: e.g. `chars`, `max_positions`)."""
     from rlvr.models.quiet import quiet_transformers
 
     quiet_transformers()
     path = Path(path)
-    model, tokenizer = build_model(seed)
+    model, tokenizer = build_model(seed, **options)
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path

@@ -124,6 +124,21 @@ class HFEngine:
         completions = [Completion(text, *row) for text, row in zip(texts, rows)]
         return [Group(p, prompts[i], completions[i * n:(i + 1) * n]) for i, p in enumerate(problems)]
 
+    def continue_ids(self, prefixes: list[list[int]], params: SamplingParams,
+                     gen: torch.Generator) -> list[tuple[list[int], list[float], str]]:
+        """One continuation per token-id prefix, never re-encoded: (tokens, log-probs, finish
+        reason) each, drawn from `gen`. The multi-turn episode loop (`rlvr.agents.episode`)
+        calls this once per turn with each episode's ids so far."""
+        was_training, threads = self.model.training, torch.get_num_threads()
+        self.model.eval()
+        torch.set_num_threads(self.decode_threads or threads)
+        try:
+            return [row for start in range(0, len(prefixes), self.max_batch)
+                    for row in self._decode(prefixes[start:start + self.max_batch], 1, params, gen)]
+        finally:
+            torch.set_num_threads(threads)
+            self.model.train(was_training)
+
     @torch.inference_mode()
     def _decode_fused(self, prompts: list[list[int]], n: int, params: SamplingParams,
                       gen: torch.Generator) -> list[tuple[list[int], list[float], str]]:

@@ -45,17 +45,26 @@ class Batch:
     completion_mask: torch.Tensor   # [B, Tc]
     advantages: torch.Tensor        # [B]
     sampling_logp: torch.Tensor     # [B, Tc] log-probs recorded by the rollout engine
+    # [B, Tc] 1 on tokens that get gradient; None means completion_mask. Agent episodes set it to
+    # 0 on environment tokens, which stay in completion_mask: the model attends to them.
+    loss_mask: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return self.advantages.shape[0]
 
     def to(self, device: Device) -> "Batch":
         return Batch(*(device.to(t) for t in (self.prompt_ids, self.prompt_mask, self.completion_ids,
-                                              self.completion_mask, self.advantages, self.sampling_logp)))
+                                              self.completion_mask, self.advantages, self.sampling_logp)),
+                     loss_mask=None if self.loss_mask is None else device.to(self.loss_mask))
 
     def rows(self, index: torch.Tensor) -> "Batch":
         return Batch(*(t[index] for t in (self.prompt_ids, self.prompt_mask, self.completion_ids,
-                                           self.completion_mask, self.advantages, self.sampling_logp)))
+                                           self.completion_mask, self.advantages, self.sampling_logp)),
+                     loss_mask=None if self.loss_mask is None else self.loss_mask[index])
+
+    def train_mask(self) -> torch.Tensor:
+        """[B, Tc] float: the tokens the loss counts (model tokens, not padding or environment)."""
+        return (self.completion_mask if self.loss_mask is None else self.loss_mask).float()
 
     def trimmed(self, completions: bool = True) -> "Batch":
         """Without columns that are padding in every row (left of the prompts; right of the
@@ -63,7 +72,8 @@ class Batch:
         tp = max(1, int(self.prompt_mask.sum(-1).max()))
         tc = max(1, int(self.completion_mask.sum(-1).max())) if completions else self.completion_ids.shape[1]
         return Batch(self.prompt_ids[:, -tp:], self.prompt_mask[:, -tp:], self.completion_ids[:, :tc],
-                     self.completion_mask[:, :tc], self.advantages, self.sampling_logp[:, :tc])
+                     self.completion_mask[:, :tc], self.advantages, self.sampling_logp[:, :tc],
+                     None if self.loss_mask is None else self.loss_mask[:, :tc])
 
 
 @dataclass(frozen=True)
@@ -82,11 +92,12 @@ class LossSpec:
 
 
 def build_batch(groups: Sequence[Group], advantages_P_G: torch.Tensor, pad_id: int) -> Batch:
-    prompts, completions, logps, advs = [], [], [], []
+    prompts, completions, logps, advs, masks = [], [], [], [], []
     for p, group in enumerate(groups):
         for g, c in enumerate(group.completions):
             prompts.append(group.prompt_ids)
             completions.append(c.token_ids)
+            masks.append(c.loss_mask)
             logps.append(c.logprobs)
             advs.append(float(advantages_P_G[p, g]))
     prompt_ids, prompt_mask = left_pad(prompts, pad_id)
@@ -94,8 +105,14 @@ def build_batch(groups: Sequence[Group], advantages_P_G: torch.Tensor, pad_id: i
     sampling_logp = torch.zeros(completion_ids.shape)
     for i, lp in enumerate(logps):
         sampling_logp[i, :len(lp)] = torch.tensor(lp)
+    loss_mask = None
+    if any(m is not None for m in masks):
+        loss_mask = completion_mask.clone()
+        for i, m in enumerate(masks):
+            if m is not None:
+                loss_mask[i, :len(m)] = torch.tensor(m, dtype=loss_mask.dtype)
     return Batch(prompt_ids, prompt_mask, completion_ids, completion_mask,
-                 torch.tensor(advs, dtype=torch.float32), sampling_logp)
+                 torch.tensor(advs, dtype=torch.float32), sampling_logp, loss_mask)
 
 
 @dataclass(frozen=True)
@@ -132,7 +149,7 @@ def update_policy(model, optimizer, batch: Batch, spec: LossSpec, *, mu: int = 1
                   reference=None, autocast: bool = False, generator: torch.Generator | None = None,
                   compute: Compute | None = None) -> dict[str, float]:
     """μ passes of clipped-surrogate updates over minibatches; returns mean statistics."""
-    mask_all = batch.completion_mask.float()
+    mask_all = batch.train_mask()
     norm_total = float(mask_all.sum()) if spec.agg_counts_tokens else float(len(batch))
     active = torch.ones(len(batch), dtype=torch.bool)
     if skip_zero_advantage and spec.beta == 0 and spec.entropy_coef == 0:
@@ -170,7 +187,7 @@ def update_policy(model, optimizer, batch: Batch, spec: LossSpec, *, mu: int = 1
                 logp, entropy = _logp_and_entropy(model, sub, spec.temperature, autocast, compute)
                 old = logp.detach() if old_logp is None else _pick(old_logp, chunk, part)
                 part_loss, mstats = grpo_loss(
-                    logp, old, sub.advantages, sub.completion_mask.float(), eps_low=spec.eps_low,
+                    logp, old, sub.advantages, sub.train_mask(), eps_low=spec.eps_low,
                     eps_high=spec.eps_high, dual_clip=spec.dual_clip,
                     ref_logp=None if ref_logp is None else _pick(ref_logp, chunk, part), beta=spec.beta,
                     kl_fn=spec.kl_fn, agg_fn=spec.agg_fn, entropy=entropy,
