@@ -133,6 +133,7 @@ class DoctorConfig:
     kl_max: float = 1.0
     ratio_max: float = 10.0             # importance ratio above this (or below 1/this)
     length_growth: float = 2.0          # mean length > this x its baseline
+    tamper_max: float = 0.05            # behaviour/tamper_rate (agent episodes) above this
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,7 @@ _RULES: dict[str, tuple[typing.Callable[[Any], bool], str]] = {
     "doctor.kl_max": (lambda v: v > 0, "a number > 0"),
     "doctor.ratio_max": (lambda v: v > 1, "a number > 1"),
     "doctor.length_growth": (lambda v: v > 1, "a number > 1"),
+    "doctor.tamper_max": (lambda v: 0 <= v <= 1, "a number in [0, 1]"),
     "run.keep_last": (lambda v: v >= 1, "an integer >= 1"),
     "eval.k": (lambda v: all(k >= 1 for k in v), "a list of integers >= 1, e.g. [1, 4, 16]"),
     "eval.max_new_tokens": (lambda v: v >= 0, "an integer >= 0 (0: same as rollout)"),

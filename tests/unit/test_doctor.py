@@ -58,6 +58,7 @@ def test_healthy_records_raise_nothing():
     ("length_explosion", lambda s, r: r.update({"completions/mean_length": 90.0})),
     ("non_finite", lambda s, r: r.update({"loss": float("nan")})),
     ("non_finite", lambda s, r: r.update({"grad_norm": float("inf")})),
+    ("tampering", lambda s, r: r.update({"behaviour/tamper_rate": 0.2})),
 ])
 def test_each_alarm_fires_on_its_symptom(name, change):
     fired = run_with(change)
@@ -105,6 +106,9 @@ def test_behaviour_metrics_hand_counted():
     assert m["behaviour/reflection_rate"] == 0.5            # "wait"/"let me check", "Verify"
     assert m["behaviour/mixed_script_rate"] == 0.25         # Latin + Cyrillic letters
     assert m["behaviour/multi_answer_rate"] == 0.25
+    assert m["behaviour/tamper_rate"] == 0.0
+    g.completions[1].score = Score(1.0, False, ("tamper_attempt",))
+    assert behaviour_metrics([g])["behaviour/tamper_rate"] == 0.25
 
 
 def test_tiny_real_run_with_learning_signal_raises_no_alarm(tmp_path):

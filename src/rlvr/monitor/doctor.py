@@ -15,6 +15,7 @@ report lists. Alarms (thresholds in `DoctorConfig`, K = `window`):
   non_finite      loss, grad_norm, kl or entropy is NaN/inf
   task_zero_variance  in a run mixing verifiers: one verifier's reward/<v>/frac_zero_std above
                   zero_std_max in each of the last K steps (the batch-wide fraction can hide it)
+  tampering       behaviour/tamper_rate > tamper_max (agent episodes that tried to change a test)
 
 An alarm that fired is silent for `cooldown` steps. The state (recent records, baselines, last
 firing) is plain Python and saved in checkpoints, so a resumed run raises the same alarms.
@@ -39,7 +40,8 @@ Alarm = dict[str, str]
 REFLECTIVE = re.compile(r"\b(wait|let me (?:check|verify|re-?check)|verify|double[- ]check|"
                         r"hmm|on second thought)\b", re.IGNORECASE)
 _TRACKED = ("reward/mean", "frac_reward_zero_std", "completions/clipped_ratio",
-            "completions/mean_length", "entropy", "kl", "ratio/max", "ratio/min", "loss", "grad_norm")
+            "completions/mean_length", "entropy", "kl", "ratio/max", "ratio/min", "loss", "grad_norm",
+            "behaviour/tamper_rate")
 
 
 def behaviour_metrics(groups: Sequence[Group]) -> dict[str, float]:
@@ -49,7 +51,8 @@ def behaviour_metrics(groups: Sequence[Group]) -> dict[str, float]:
     mixed = sum(len(writing_systems(t)) >= 2 for t in texts)  # kana + Han is one (Japanese)
     return {"behaviour/reflection_rate": sum(bool(REFLECTIVE.search(t)) for t in texts) / n,
             "behaviour/mixed_script_rate": mixed / n,
-            "behaviour/multi_answer_rate": sum("multiple_answers" in f for f in flags) / n}
+            "behaviour/multi_answer_rate": sum("multiple_answers" in f for f in flags) / n,
+            "behaviour/tamper_rate": sum("tamper_attempt" in f for f in flags) / n}
 
 
 def _finite(x: Any) -> bool:
@@ -64,7 +67,8 @@ class Doctor:
         self.last_fired: dict[str, int] = {}
         self.checks: list[Callable[[dict[str, Any]], Alarm | None]] = [
             self._truncation, self._zero_variance, self._reward_flat, self._entropy, self._kl,
-            self._ratio, self._length, self._non_finite, self._task_zero_variance]
+            self._ratio, self._length, self._non_finite, self._task_zero_variance,
+            self._tampering]
 
     def observe(self, step: int, record: dict[str, Any]) -> list[Alarm]:
         if not self.c.enabled:
@@ -98,6 +102,14 @@ class Doctor:
     def _baseline(self, key: str) -> float | None:
         s = self.baseline_samples.get(key, [])
         return sum(s) / len(s) if len(s) >= self.c.window else None
+
+    def _tampering(self, now: dict[str, float]) -> Alarm | None:
+        r = now.get("behaviour/tamper_rate")
+        if r is None or r <= self.c.tamper_max:
+            return None
+        return _alarm("tampering", f"{r:.0%} of episodes tried to change a test file",
+                      "keep tests read-only with hidden tests (the default), add a tamper penalty, "
+                      "and read the transcripts of flagged episodes")
 
     def _truncation(self, now: dict[str, float]) -> Alarm | None:
         r = now.get("completions/clipped_ratio")
