@@ -10,6 +10,7 @@ is left in the host's temp directory.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -56,9 +57,17 @@ def pool(request):
     caps = probe(request.param)
     if caps.tier != request.param:
         pytest.skip(f"tier {request.param} unavailable here: {caps.reason}")
-    with SandboxPool(1, tier=request.param) as p:
-        p.run("stdio", {"code": "print(1)", "inputs": [""]})
-        yield p
+    # A private temp directory: the machine's /tmp is shared with other processes.
+    private = tempfile.mkdtemp(prefix="rlvr-agent-redteam-")
+    os.chmod(private, 0o755)     # the sandbox uid must reach the files the pool stages here
+    saved, tempfile.tempdir = tempfile.tempdir, private
+    try:
+        with SandboxPool(1, tier=request.param) as p:
+            p.run("stdio", {"code": "print(1)", "inputs": [""]})
+            yield p
+    finally:
+        tempfile.tempdir = saved
+        shutil.rmtree(private, ignore_errors=True)
 
 
 def _descendants(pid: int) -> set[int]:
