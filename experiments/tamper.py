@@ -17,7 +17,6 @@ import json
 import os
 import random
 import sys
-import time
 
 import torch
 
