@@ -50,7 +50,7 @@ def cold_start(task, sft_steps: int, seed: int = 0) -> str:
     return str(out / "sft")
 
 
-def run_arm(arm: str, path: str, task, pool, steps: int, heldout) -> dict:
+def run_arm(arm: str, path: str, task, pool, steps: int, heldout, save_to: str = "") -> dict:
     from rlvr.models.policy import load_policy
     from rlvr.rollout.hf import HFEngine
 
@@ -72,7 +72,10 @@ def run_arm(arm: str, path: str, task, pool, steps: int, heldout) -> dict:
             f"({rec['timing/step']:.1f} s)")
     records.append({"step": steps, **evaluate(engine, tok, heldout, judge_env, BUDGET)})
     say(f"{arm}: final held-out success {records[-1]['eval/success']:.1%}")
-    return {"records": records}
+    if save_to:
+        model.save_pretrained(ROOT / save_to)
+        tok.save_pretrained(ROOT / save_to)
+    return {"records": records, "saved": str(ROOT / save_to) if save_to else None}
 
 
 def summary(records: list[dict], k: int) -> dict:

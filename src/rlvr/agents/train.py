@@ -69,10 +69,11 @@ def sft_episodes(model, tokenizer, batches: Callable[[int], Sequence[tuple[Probl
     return losses
 
 
-def evaluate(engine, tokenizer, problems: Sequence[Problem], make_env, budget: Budget) -> dict:
-    """Greedy episodes: held-out success (the environment's `correct`), turns, tamper rate."""
-    groups = run_episodes(engine, tokenizer, problems, 1, make_env,
-                          SamplingParams(greedy=True), seed=0, budget=budget)
+def evaluate(engine, tokenizer, problems: Sequence[Problem], make_env, budget: Budget,
+             params: SamplingParams = SamplingParams(greedy=True)) -> dict:
+    """One episode per problem (greedy by default; fixed seed): held-out success (the
+    environment's `correct`), turns, tamper rate."""
+    groups = run_episodes(engine, tokenizer, problems, 1, make_env, params, seed=0, budget=budget)
     done = [g.completions[0] for g in groups]
     return {"eval/success": sum(bool(c.score and c.score.correct) for c in done) / max(1, len(done)),
             **{f"eval/{k}": v for k, v in episode_metrics(groups).items()}}
