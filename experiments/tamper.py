@@ -37,12 +37,12 @@ PROMPTS, GROUP, LR, HELDOUT = 8, 8, 2e-4, 100
 def cold_start(task, sft_steps: int, seed: int = 0) -> str:
     """The shared SFT cold start, cached by its step count."""
     from rlvr.models.policy import load_policy
-    from rlvr.models.tiny import save_tiny_model
+    from rlvr.models.tiny import CHARS, save_tiny_model
 
     out = ROOT / f"sft-agentic-{sft_steps}"
     if (out / "sft" / "config.json").is_file():
         return str(out / "sft")
-    save_tiny_model(out / "init", seed=seed, extra_chars=EXTRA_CHARS)
+    save_tiny_model(out / "init", seed=seed, chars=CHARS + list(EXTRA_CHARS))
     model, tok = load_policy(str(out / "init"))
     sft_episodes(model, tok, reasoner_batches(task, 32, seed, TAMPER_SHARE), sft_steps, log=say)
     model.save_pretrained(out / "sft")

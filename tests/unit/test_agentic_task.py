@@ -13,8 +13,8 @@ from rlvr.tasks.agentic import EXTRA_CHARS, AgenticTask
 from rlvr.types import Score
 
 
-def test_extra_chars_keep_default_ids():
-    base, ext = build_tokenizer(), build_tokenizer(EXTRA_CHARS)
+def test_agentic_chars_keep_default_ids():
+    base, ext = build_tokenizer(), build_tokenizer(CHARS + list(EXTRA_CHARS))
     assert len(base) == len(SPECIALS) + len(CHARS)
     assert len(ext) == len(base) + len(set(EXTRA_CHARS))
     text = "347+285=7+5+0=12|>632"
@@ -64,7 +64,7 @@ class ReplayEnv:
 
 
 def test_reasoner_layout_equals_sampled_layout():
-    tok = build_tokenizer(EXTRA_CHARS)
+    tok = build_tokenizer(CHARS + list(EXTRA_CHARS))
     task = AgenticTask(3)
     problems = task.sample(random.Random(1), 2)
     for tamper in (False, True):

@@ -3,7 +3,8 @@
 The workspace holds `task` (e.g. `347+285`) and the check `test.py`, which asserts that the file
 `answer` holds the sum. The episode's prompt is the task text; the plain tool-call format
 (`rlvr.agents.calls.PlainFormat`) needs lowercase letters, so the task's model is the tiny model
-built with `EXTRA_CHARS` added to its vocabulary. The reasoner's episode for `347+285`:
+built with `chars=CHARS + list(EXTRA_CHARS)` (default ids unchanged). The reasoner's episode
+for `347+285`:
 
     calc:347+285 <eos> [632] write:answer=632 <eos> [ok] run: <eos> [pass] <eos>
 
