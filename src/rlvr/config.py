@@ -70,6 +70,7 @@ class RolloutConfig:
     engine: Literal["hf", "vllm", "ray"] = "hf"   # only "hf" is built: the others exit 2 saying so
     temperature: float = 1.0
     top_p: float = 1.0
+    top_k: int = 0                     # 0: no top-k truncation
     max_new_tokens: int = 48
 
 
@@ -174,6 +175,7 @@ _RULES: dict[str, tuple[typing.Callable[[Any], bool], str]] = {
     "grpo.entropy_coef": (lambda v: v >= 0, "a number >= 0"),
     "rollout.temperature": (lambda v: v > 0, "a number > 0"),
     "rollout.top_p": (lambda v: 0 < v <= 1, "a number in (0, 1]"),
+    "rollout.top_k": (lambda v: v >= 0, "an integer >= 0 (0: off)"),
     "rollout.max_new_tokens": (lambda v: v >= 1, "an integer >= 1"),
     "data.heldout_size": (lambda v: v >= 0, "an integer >= 0"),
     "data.prompt_field": (lambda v: bool(v), "a column name"),

@@ -33,7 +33,7 @@ def train(cfg: Config) -> dict[str, Any]:
                                   autocast=run.device.bf16, compute=run.compute,
                                   generator=run.device.host_generator(run.seed_for(step, "mb")))
             run.scheduler.step()
-        run.engine.load_weights(run.policy)                   # no-op when the engine shares weights
+        run.engine.load_weights(run.policy, step + 1)         # weight sync; only a version stamp when shared
         run.log(step, groups_P, advantages_P_G, stats)        # metrics, alarms, transcripts
         run.maybe_eval_and_save(step)
     return run.finish(time.perf_counter() - t0)

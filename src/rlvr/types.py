@@ -46,7 +46,13 @@ class Problem:
 
 @dataclass
 class Completion:
-    """One sampled completion: tokens, their sampling log-probs and why generation stopped."""
+    """One sampled completion: tokens, their behaviour log-probs and why generation stopped.
+
+    token_ids: exactly as sampled (never re-tokenised from `text`). logprobs: one per token, the
+    behaviour log-prob defined in `rlvr.rollout.base` (log-prob of the sampled token under the
+    distribution actually sampled from: after temperature, and after top-k / top-p truncation
+    and renormalisation).
+    """
 
     text: str
     token_ids: list[int]
@@ -61,11 +67,18 @@ class Completion:
 
 @dataclass
 class Group:
-    """G completions of one problem, sampled from the same prompt tokens."""
+    """G completions of one problem, sampled from the same prompt tokens.
+
+    policy_version: the number of optimizer updates (training steps) the sampling weights had seen.
+    seed: the seed of the engine call that produced the group; the same call (same problems, n,
+    sampling parameters and seed) on the same weights reproduces it.
+    """
 
     problem: Problem
     prompt_ids: list[int]
     completions: list[Completion]
+    policy_version: int = 0
+    seed: int | None = None
 
     @property
     def rewards(self) -> list[float]:

@@ -2,10 +2,11 @@
 
 Why not `model.generate`: per token it runs a stack of logits processors and stopping criteria and
 returns no per-token log-probs without recomputing scores. This engine samples all n completions of
-a chunk of prompts together, with a seeded generator, and records for every token the sampling
-log-prob (under softmax(logits / temperature), before top-p truncation — the quantity the trainer
-recomputes) and the finish reason. Each prompt is encoded once and its keys/values are shared by
-its n samples; finished rows are dropped from the batch as it shrinks.
+a chunk of prompts together, with a seeded generator, and records for every token the behaviour
+log-prob as `rlvr.rollout.base` defines it (the temperature-scaled distribution after top-k /
+top-p truncation, renormalised), the finish reason, the policy version and the seed. Each prompt
+is encoded once and its keys/values are shared by its n samples; finished rows are dropped from
+the batch as it shrinks.
 
 Llama-family models (`fused_llama.supports`) decode through `fused_llama.Decoder`, a fused forward with a
 static KV cache and no per-token framework overhead; any other causal LM decodes through its own
@@ -15,8 +16,8 @@ decode on one torch thread (restored afterwards): their per-token ops are too sm
 
 Guaranteed: the same seed and the same weights give the same samples, bit for bit, on the same
 machine and thread count. Not guaranteed: the same samples as `model.generate` for a given seed
-(the random streams differ), or across engines. The engine shares the policy module, so
-`load_weights` is a no-op.
+(the random streams differ), or across engines. By default the engine shares the policy module, so
+`load_weights` only stamps the version; over a separate copy it copies the weights in place.
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ class HFEngine:
         self.use_chat_template, self.template_text = use_chat_template, template_text
         self.max_batch = max_batch
         self.autocast_bf16 = autocast_bf16
+        self.version = 0
         self.eos_ids = {tokenizer.eos_token_id} | set(_as_list(model.generation_config.eos_token_id))
         self.eos_ids.discard(None)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
@@ -99,8 +101,12 @@ class HFEngine:
         small = sum(p.numel() for p in model.parameters()) < _SMALL_MODEL_PARAMS
         self.decode_threads = 1 if small else 0   # 0: keep the process setting
 
-    def load_weights(self, policy) -> None:
-        return None
+    def load_weights(self, policy, version: int = 0) -> None:
+        """Stamp later groups with `version`; copy the weights only when this engine holds its own
+        copy of the model (asynchronous rollouts), in place, so no module is rebuilt."""
+        if policy is not self.model:
+            self.model.load_state_dict(policy.state_dict())
+        self.version = version
 
     def generate(self, problems: Sequence[Problem], n: int, params: SamplingParams,
                  seed: int) -> list[Group]:
@@ -122,7 +128,8 @@ class HFEngine:
             [tokens[:-1] if reason == "stop" else tokens for tokens, _, reason in rows],
             skip_special_tokens=True)
         completions = [Completion(text, *row) for text, row in zip(texts, rows)]
-        return [Group(p, prompts[i], completions[i * n:(i + 1) * n]) for i, p in enumerate(problems)]
+        return [Group(p, prompts[i], completions[i * n:(i + 1) * n], self.version, seed)
+                for i, p in enumerate(problems)]
 
     def continue_ids(self, prefixes: list[list[int]], params: SamplingParams,
                      gen: torch.Generator) -> list[tuple[list[int], list[float], str]]:

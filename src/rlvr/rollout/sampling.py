@@ -1,7 +1,8 @@
 """Drawing the next token from float32 logits, with its log-prob: shared by the CPU and GPU decodes.
 
-Recorded log-probs are under softmax(logits / temperature), before top-p truncation (the quantity
-the trainer recomputes). `sample_next` draws with an explicit generator (the CPU engine);
+Recorded log-probs are behaviour log-probs as `rlvr.rollout.base` defines them: under the
+distribution actually sampled from, softmax(logits / temperature) after top-k, then top-p
+truncation, renormalised (`truncated_logp`). `sample_next` draws with an explicit generator (the CPU engine);
 `sample_on_device` with the device's default generator, as an exponential race (argmax p / E,
 E ~ Exp(1)), which CUDA graphs can capture and replay.
 """
@@ -21,15 +22,32 @@ def top_p_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
     return torch.empty_like(logits).scatter_(-1, order, sorted_logits)
 
 
+def top_k_filter(logits: torch.Tensor, top_k: int) -> torch.Tensor:
+    if top_k >= logits.shape[-1]:
+        return logits
+    kth = logits.topk(top_k, dim=-1).values[..., -1:]        # ties with the k-th are all kept
+    return logits.masked_fill(logits < kth, float("-inf"))
+
+
+def truncated_logp(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor:
+    """log μ over the vocabulary [B, V]: softmax(logits / T), top-k, then top-p (its mass taken on
+    the top-k-renormalised distribution, as vLLM does), renormalised; −inf outside."""
+    scaled = logits / params.temperature if params.temperature != 1.0 else logits
+    if params.top_k > 0:
+        scaled = top_k_filter(scaled, params.top_k)
+    if params.top_p < 1.0:
+        scaled = top_p_filter(scaled, params.top_p)
+    return torch.log_softmax(scaled, dim=-1)
+
+
 def sample_next(logits: torch.Tensor, params: SamplingParams, gen: torch.Generator):
-    """(token [B], its log-prob under softmax(logits / T) [B]) for float32 logits [B, V]."""
+    """(token [B], its behaviour log-prob [B]) for float32 logits [B, V]. Greedy: the token's
+    log_softmax(logits) at T = 1 (evaluation only; not a behaviour log-prob)."""
     if params.greedy:
         nxt = logits.argmax(dim=-1)
         return nxt, torch.log_softmax(logits, dim=-1).gather(-1, nxt[:, None]).squeeze(-1)
-    scaled = logits / params.temperature if params.temperature != 1.0 else logits
-    logp = torch.log_softmax(scaled, dim=-1)
-    probs = torch.softmax(top_p_filter(scaled, params.top_p), -1) if params.top_p < 1.0 else logp.exp()
-    nxt = torch.multinomial(probs, 1, generator=gen).squeeze(-1)
+    logp = truncated_logp(logits, params)
+    nxt = torch.multinomial(logp.exp(), 1, generator=gen).squeeze(-1)
     return nxt, logp.gather(-1, nxt[:, None]).squeeze(-1)
 
 
@@ -38,9 +56,8 @@ def sample_on_device(logits: torch.Tensor, params: SamplingParams):
     if params.greedy:
         nxt = logits.argmax(-1)
         return nxt, torch.log_softmax(logits, -1).gather(-1, nxt[:, None]).squeeze(-1)
-    scaled = logits / params.temperature if params.temperature != 1.0 else logits
-    logp = torch.log_softmax(scaled, -1)
-    probs = torch.softmax(top_p_filter(scaled, params.top_p), -1) if params.top_p < 1.0 else logp.exp()
+    logp = truncated_logp(logits, params)
+    probs = logp.exp()
     race = torch.empty_like(probs).exponential_()     # argmax p/E, E ~ Exp(1): a draw from p
     nxt = (probs / race).argmax(-1)
     return nxt, logp.gather(-1, nxt[:, None]).squeeze(-1)

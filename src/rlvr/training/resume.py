@@ -35,3 +35,4 @@ def restore(run, ckpt: Path) -> None:
     run.best = (best_metric, Path(best_path) if best_path else None)
     run.bad_steps = state.get("bad_steps", 0)
     run.start_step = state["step"]
+    run.engine.load_weights(run.policy, run.start_step)

@@ -107,7 +107,7 @@ class Run:
             dual_clip=g.dual_clip, beta=g.beta, entropy_coef=g.entropy_coef,
             temperature=cfg.rollout.temperature)
         r = cfg.rollout
-        self.sampling = SamplingParams(r.temperature, r.top_p, r.max_new_tokens)
+        self.sampling = SamplingParams(r.temperature, r.top_p, r.max_new_tokens, top_k=r.top_k)
         self.pad_id = self.engine.pad_id
         from rlvr.training.update import Compute
         self.compute = Compute(self.device, cfg.model.gradient_checkpointing, g.micro_batch_tokens,
