@@ -98,6 +98,9 @@ class GRPOConfig:
     minibatch_size: int = 0                             # sequences per minibatch (0: whole batch)
     skip_zero_advantage: bool = True                    # no backward for groups with zero advantage
     micro_batch_tokens: int = 0                         # max padded tokens per forward/backward (0: whole minibatch)
+    is_correction: Literal["none", "token", "sequence"] = "none"  # importance weights π_old/μ (rollout vs trainer)
+    is_mode: Literal["truncate", "mask"] = "truncate"   # weights above is_cap: cut to is_cap, or zeroed
+    is_cap: float = 2.0                                 # C for is_mode
 
 
 @dataclass(frozen=True)
@@ -132,7 +135,8 @@ class DoctorConfig:
     entropy_low: float = 0.2            # collapse: entropy < this x its baseline (first K steps)
     entropy_high: float = 3.0           # blow-up: entropy > this x its baseline
     kl_max: float = 1.0
-    ratio_max: float = 10.0             # importance ratio above this (or below 1/this)
+    ratio_max: float = 10.0             # PPO or rollout importance ratio above this (or below 1/this)
+    mismatch_kl_max: float = 0.01       # KL(behaviour ‖ trainer) per token above this
     length_growth: float = 2.0          # mean length > this x its baseline
     tamper_max: float = 0.05            # behaviour/tamper_rate (agent episodes) above this
 
@@ -173,6 +177,7 @@ _RULES: dict[str, tuple[typing.Callable[[Any], bool], str]] = {
     "grpo.mu": (lambda v: v >= 1, "an integer >= 1"),
     "grpo.minibatch_size": (lambda v: v >= 0, "an integer >= 0"),
     "grpo.entropy_coef": (lambda v: v >= 0, "a number >= 0"),
+    "grpo.is_cap": (lambda v: v >= 1, "a number >= 1"),
     "rollout.temperature": (lambda v: v > 0, "a number > 0"),
     "rollout.top_p": (lambda v: 0 < v <= 1, "a number in (0, 1]"),
     "rollout.top_k": (lambda v: v >= 0, "an integer >= 0 (0: off)"),
@@ -200,6 +205,7 @@ _RULES: dict[str, tuple[typing.Callable[[Any], bool], str]] = {
     "doctor.entropy_high": (lambda v: v > 1, "a number > 1"),
     "doctor.kl_max": (lambda v: v > 0, "a number > 0"),
     "doctor.ratio_max": (lambda v: v > 1, "a number > 1"),
+    "doctor.mismatch_kl_max": (lambda v: v > 0, "a number > 0"),
     "doctor.length_growth": (lambda v: v > 1, "a number > 1"),
     "doctor.tamper_max": (lambda v: 0 <= v <= 1, "a number in [0, 1]"),
     "run.keep_last": (lambda v: v >= 1, "an integer >= 1"),

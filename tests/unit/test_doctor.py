@@ -55,6 +55,9 @@ def test_healthy_records_raise_nothing():
     ("kl_blowup", lambda s, r: r.update({"kl": 2.5})),
     ("ratio_extreme", lambda s, r: r.update({"ratio/max": 40.0})),
     ("ratio_extreme", lambda s, r: r.update({"ratio/min": 0.01})),
+    ("rollout_mismatch", lambda s, r: r.update({"mismatch/ratio_max": 40.0})),
+    ("rollout_mismatch", lambda s, r: r.update({"mismatch/ratio_min": 0.01})),
+    ("rollout_mismatch", lambda s, r: r.update({"mismatch/kl": 0.2})),
     ("length_explosion", lambda s, r: r.update({"completions/mean_length": 90.0})),
     ("non_finite", lambda s, r: r.update({"loss": float("nan")})),
     ("non_finite", lambda s, r: r.update({"grad_norm": float("inf")})),
@@ -64,6 +67,19 @@ def test_each_alarm_fires_on_its_symptom(name, change):
     fired = run_with(change)
     assert name in {n for _, n in fired}
     assert {n for _, n in fired} <= {name, "reward_flat"}   # a constant reward is also flat
+
+
+@pytest.mark.parametrize("overrides, says, not_says", [
+    ([], "grpo.is_correction=token", "max_staleness"),
+    (["grpo.is_correction=sequence"], "caps 30% of tokens", "is_correction=token"),
+])
+def test_mismatch_advice_follows_the_configuration(overrides, says, not_says):
+    cfg = config_mod.load(None, [f"doctor.window={K}"] + overrides)
+    record = {**healthy(0), "mismatch/kl": 0.3, "mismatch/ratio_max": 12.0, "mismatch/ratio_min": 0.5,
+              "mismatch/truncated_frac": 0.3}
+    [alarm] = Doctor(cfg).observe(0, record)
+    assert alarm["name"] == "rollout_mismatch" and "0.3" in alarm["message"]
+    assert says in alarm["action"] and not_says not in alarm["action"]
 
 
 def test_windowed_alarms_need_k_steps_in_a_row():

@@ -145,14 +145,16 @@ def grpo_loss(logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, *, eps_
               beta: float = 0.0, kl_fn: Callable[[Tensor, Tensor], Tensor] = kl_k3,
               agg_fn: Callable[..., Tensor] = token_mean, entropy: Tensor | None = None,
               entropy_coef: float = 0.0, norm: float | None = None,
-              ) -> tuple[Tensor, dict[str, Tensor]]:
+              is_weight: Tensor | None = None) -> tuple[Tensor, dict[str, Tensor]]:
     """GRPO objective (arXiv:2402.03300 Eq. 3) as a scalar loss to minimise, plus statistics.
 
     loss = agg_fn(surrogate + beta·kl − entropy_coef·entropy, mask, norm=norm), with the
     surrogate from `clipped_surrogate` and kl = kl_fn(logp, ref_logp). Deviations from the paper,
     each opt-in: eps_high ≠ eps_low (DAPO), dual_clip, the aggregation (`AGGREGATIONS`), the
     entropy bonus (not in GRPO). The beta and entropy terms are skipped entirely when their
-    coefficient is 0, so a nan in an unused input cannot reach the loss.
+    coefficient is 0, so a nan in an unused input cannot reach the loss. is_weight [B, T] (from
+    `rlvr.algo.offpolicy.is_weights`) multiplies the surrogate only, not the KL or entropy terms
+    (as TRL does): it corrects for tokens sampled by a behaviour policy other than π_old.
 
     Statistics (detached float scalars, means over unmasked tokens): "clip_ratio/low_mean",
     "clip_ratio/high_mean", "clip_ratio/region_mean", "ratio/mean", "ratio/max", "ratio/min",
@@ -161,6 +163,8 @@ def grpo_loss(logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, *, eps_
     Shapes: logp, old_logp, mask, ref_logp, entropy [B, T]; adv [B] or [B, T].
     """
     per_token, low, high = clipped_surrogate(logp, old_logp, adv, eps_low, eps_high, dual_clip)
+    if is_weight is not None:
+        per_token = per_token * is_weight.detach()
     stats: dict[str, Tensor] = {}
     if ref_logp is not None:
         kl = kl_fn(logp, ref_logp)

@@ -10,7 +10,12 @@ report lists. Alarms (thresholds in `DoctorConfig`, K = `window`):
   entropy_collapse / entropy_blowup   entropy below entropy_low x / above entropy_high x its
                   baseline (the mean of the first K steps that report entropy)
   kl_blowup       kl > kl_max
-  ratio_extreme   ratio/max > ratio_max or ratio/min < 1 / ratio_max
+  ratio_extreme   ratio/max > ratio_max or ratio/min < 1 / ratio_max (the PPO ratio π/π_old: the
+                  policy moved far within one batch; only possible with μ > 1 or minibatches)
+  rollout_mismatch  the behaviour policy and the trainer disagree (`rlvr.algo.offpolicy` metrics):
+                  mismatch/ratio_max > ratio_max, mismatch/ratio_min < 1 / ratio_max, or
+                  mismatch/kl > mismatch_kl_max. The advice follows the configuration: stale
+                  rollouts, no correction, or a correction that caps many tokens.
   length_explosion  completions/mean_length > length_growth x its baseline
   non_finite      loss, grad_norm, kl or entropy is NaN/inf
   task_zero_variance  in a run mixing verifiers: one verifier's reward/<v>/frac_zero_std above
@@ -41,7 +46,8 @@ REFLECTIVE = re.compile(r"\b(wait|let me (?:check|verify|re-?check)|verify|doubl
                         r"hmm|on second thought)\b", re.IGNORECASE)
 _TRACKED = ("reward/mean", "frac_reward_zero_std", "completions/clipped_ratio",
             "completions/mean_length", "entropy", "kl", "ratio/max", "ratio/min", "loss", "grad_norm",
-            "behaviour/tamper_rate")
+            "behaviour/tamper_rate", "mismatch/kl", "mismatch/ratio_max", "mismatch/ratio_min",
+            "mismatch/truncated_frac", "mismatch/masked_frac")
 
 
 def behaviour_metrics(groups: Sequence[Group]) -> dict[str, float]:
@@ -62,12 +68,13 @@ def _finite(x: Any) -> bool:
 class Doctor:
     def __init__(self, cfg: Any):
         self.c = cfg.doctor
+        self.cfg = cfg
         self.history: list[dict[str, float]] = []       # the last K steps' tracked values
         self.baseline_samples: dict[str, list[float]] = {}
         self.last_fired: dict[str, int] = {}
         self.checks: list[Callable[[dict[str, Any]], Alarm | None]] = [
             self._truncation, self._zero_variance, self._reward_flat, self._entropy, self._kl,
-            self._ratio, self._length, self._non_finite, self._task_zero_variance,
+            self._ratio, self._mismatch, self._length, self._non_finite, self._task_zero_variance,
             self._tampering]
 
     def observe(self, step: int, record: dict[str, Any]) -> list[Alarm]:
@@ -176,10 +183,32 @@ class Doctor:
             return None
         if hi <= self.c.ratio_max and lo >= 1 / self.c.ratio_max:
             return None
-        return _alarm("ratio_extreme", f"importance ratio reached [{lo:.3g}, {hi:.3g}] (limit "
-                      f"{1 / self.c.ratio_max:.3g}..{self.c.ratio_max:g}): rollouts are stale or the "
-                      "policy moved far within one batch",
-                      "lower grpo.lr or grpo.mu, use smaller minibatches, or check rollout/trainer log-prob parity")
+        return _alarm("ratio_extreme", f"PPO ratio π/π_old reached [{lo:.3g}, {hi:.3g}] (limit "
+                      f"{1 / self.c.ratio_max:.3g}..{self.c.ratio_max:g}): the policy moved far "
+                      "within one batch", "lower grpo.lr or grpo.mu, or use fewer minibatches")
+
+    def _mismatch(self, now: dict[str, float]) -> Alarm | None:
+        hi, lo = now.get("mismatch/ratio_max", 1.0), now.get("mismatch/ratio_min", 1.0)
+        kl = now.get("mismatch/kl", 0.0)
+        if not all(math.isfinite(x) for x in (hi, lo, kl)):
+            return None
+        if hi <= self.c.ratio_max and lo >= 1 / self.c.ratio_max and kl <= self.c.mismatch_kl_max:
+            return None
+        g, staleness = self.cfg.grpo, getattr(self.cfg.rollout, "max_staleness", 0)
+        actions = []
+        if staleness > 0:
+            actions.append(f"lower rollout.max_staleness (now {staleness})")
+        capped = max(now.get("mismatch/truncated_frac", 0.0), now.get("mismatch/masked_frac", 0.0))
+        if g.is_correction == "none":
+            actions.append("set grpo.is_correction=token to weight tokens by π_old/μ")
+        elif capped > 0.05:
+            actions.append(f"the correction caps {capped:.0%} of tokens at grpo.is_cap={g.is_cap:g}: "
+                           "it cannot close a gap this wide")
+        actions.append("check sampler/trainer parity (same temperature; same precision: "
+                       "model.autocast_bf16 applies to both)")
+        return _alarm("rollout_mismatch", f"behaviour log-probs disagree with the trainer: "
+                      f"mismatch/kl {kl:.3g} (limit {self.c.mismatch_kl_max:g}), π_old/μ in "
+                      f"[{lo:.3g}, {hi:.3g}]", "; ".join(actions))
 
     def _length(self, now: dict[str, float]) -> Alarm | None:
         base, n = self._baseline("completions/mean_length"), now.get("completions/mean_length")

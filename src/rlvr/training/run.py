@@ -25,13 +25,14 @@ from rlvr import config as config_mod
 from rlvr.algo.advantages import ADVANTAGES
 from rlvr.algo.kl import KL_ESTIMATORS
 from rlvr.algo.losses import AGGREGATIONS
+from rlvr.algo.offpolicy import CAPPED_METRIC
 from rlvr.config import Config
 from rlvr.errors import UserError
 from rlvr.evaluation.metrics import greedy_accuracy, score_groups
 from rlvr.monitor.log import MetricsLog, read_metrics
 from rlvr.rollout.base import SamplingParams
-from rlvr.training.setup import (build_device, build_engine, build_problems, build_sampler, check_engine,
-                                 set_threads)
+from rlvr.training.setup import (behaviour_correction, build_device, build_engine, build_problems,
+                                 build_sampler, check_engine, set_threads)
 from rlvr.training.schedule import lr_multiplier
 from rlvr.monitor.stats import step_metrics
 from rlvr.types import Group, Problem
@@ -105,7 +106,8 @@ class Run:
             kl_fn=KL_ESTIMATORS[g.kl_estimator], agg_fn=AGGREGATIONS[g.loss_agg],
             agg_counts_tokens=g.loss_agg == "token-mean", eps_low=g.eps_low, eps_high=g.eps_high,
             dual_clip=g.dual_clip, beta=g.beta, entropy_coef=g.entropy_coef,
-            temperature=cfg.rollout.temperature)
+            temperature=cfg.rollout.temperature, is_weights=behaviour_correction(g),
+            capped_metric=CAPPED_METRIC[g.is_mode])
         r = cfg.rollout
         self.sampling = SamplingParams(r.temperature, r.top_p, r.max_new_tokens, top_k=r.top_k)
         self.pad_id = self.engine.pad_id

@@ -10,7 +10,10 @@ sequence whose advantage is exactly 0 contributes exactly 0 to the gradient, so 
 or backward pass; the loss normaliser still counts its tokens, so the update equals the one
 computed on the whole batch. With μ = 1 and a single minibatch the old log-probs equal the current
 ones detached (ratio 1), so no extra forward pass is made; otherwise they are computed once, before
-the first update, under no_grad. When every advantage is 0 the optimizer does not step at all
+the first update, under no_grad. The engine's behaviour log-probs are compared with these old
+log-probs (`mismatch/*` metrics) and, when `LossSpec.is_weights` is set, weight the surrogate
+(`rlvr.algo.offpolicy`); the weights come from the same old log-probs, so they cost no forward
+pass. When every advantage is 0 the optimizer does not step at all
 (AdamW would otherwise keep moving the weights on momentum alone; TRL does step).
 
 Columns that are padding in every remaining row are cut before the forward pass (completion
@@ -33,6 +36,7 @@ import torch
 from rlvr.models import fused_llama
 from rlvr.models.device import Device
 from rlvr.algo.losses import grpo_loss, seq_mean_token_sum_norm, token_entropy
+from rlvr.algo.offpolicy import mismatch_metrics
 from rlvr.models.policy import completion_logits, left_pad, right_pad, token_logprobs
 from rlvr.types import Group
 
@@ -89,6 +93,10 @@ class LossSpec:
     beta: float
     entropy_coef: float
     temperature: float
+    # behaviour-policy correction: `offpolicy.is_weights` with level/mode/cap bound, or None (off;
+    # the mismatch metrics are reported either way)
+    is_weights: Callable | None = None
+    capped_metric: str = "mismatch/truncated_frac"
 
 
 def build_batch(groups: Sequence[Group], advantages_P_G: torch.Tensor, pad_id: int) -> Batch:
@@ -166,6 +174,8 @@ def update_policy(model, optimizer, batch: Batch, spec: LossSpec, *, mu: int = 1
     size = minibatch_size or len(batch)
     single_pass = mu == 1 and size >= len(batch)
     old_logp = None if single_pass else _old_logp(model, work, spec.temperature, autocast, compute)
+    weights, capped = (None, None) if single_pass else _is_weights(spec, old_logp, work)
+    seen = [] if single_pass else [(old_logp, work, capped)]   # (old, rows, capped) for mismatch/*
     # Each minibatch of `size` sequences of the full batch is one optimizer step, normalised by
     # its share of the whole batch's normaliser (TRL's dapo rescales per accumulation window the
     # same way): every step has the full-batch gradient's scale, and over one pass the minibatch
@@ -186,12 +196,18 @@ def update_policy(model, optimizer, batch: Batch, spec: LossSpec, *, mu: int = 1
                 sub = mb if part is None else mb.rows(part)
                 logp, entropy = _logp_and_entropy(model, sub, spec.temperature, autocast, compute)
                 old = logp.detach() if old_logp is None else _pick(old_logp, chunk, part)
+                if single_pass:   # weights from this forward's own detached log-probs
+                    part_weights, capped = _is_weights(spec, old, sub)
+                    seen.append((old, sub, capped))
+                else:
+                    part_weights = None if weights is None else _pick(weights, chunk, part)
                 part_loss, mstats = grpo_loss(
                     logp, old, sub.advantages, sub.train_mask(), eps_low=spec.eps_low,
                     eps_high=spec.eps_high, dual_clip=spec.dual_clip,
                     ref_logp=None if ref_logp is None else _pick(ref_logp, chunk, part), beta=spec.beta,
                     kl_fn=spec.kl_fn, agg_fn=spec.agg_fn, entropy=entropy,
-                    entropy_coef=spec.entropy_coef, norm=norm_total / n_minibatches)
+                    entropy_coef=spec.entropy_coef, norm=norm_total / n_minibatches,
+                    is_weight=part_weights)
                 part_loss.backward()
                 loss = part_loss.detach() if part is None else loss + part_loss.detach().cpu()
                 for k, v in mstats.items():
@@ -200,6 +216,8 @@ def update_policy(model, optimizer, batch: Batch, spec: LossSpec, *, mu: int = 1
             steps += 1
             stats.setdefault("loss", []).append(float(loss))
             stats.setdefault("grad_norm", []).append(grad_norm)
+    if seen:
+        _mismatch_stats(spec, seen, stats)
     out = {k: sum(v) / len(v) for k, v in stats.items()}
     out["optimizer_steps"] = float(steps)
     out["lr"] = lr
@@ -218,6 +236,24 @@ def micro_batches(batch: Batch, max_tokens: int) -> list[torch.Tensor | None]:
 
 def _pick(values: torch.Tensor, chunk: torch.Tensor, part: torch.Tensor | None) -> torch.Tensor:
     return values[chunk] if part is None else values[chunk][part]
+
+
+def _is_weights(spec: LossSpec, old_logp: torch.Tensor, rows: Batch):
+    """(importance weights π_old / μ [B, T], capped [B, T]) for `rows`, or (None, None) when the
+    correction is off."""
+    if spec.is_weights is None:
+        return None, None
+    return spec.is_weights(old_logp, rows.sampling_logp, rows.train_mask())   # model tokens only
+
+
+def _mismatch_stats(spec: LossSpec, parts: list, stats: dict[str, list[float]]) -> None:
+    """The mismatch metrics over all (old log-probs, rows, capped) parts of the update, together."""
+    old = torch.cat([o for o, _, _ in parts])
+    behaviour = torch.cat([r.sampling_logp for _, r, _ in parts])
+    mask = torch.cat([r.train_mask() for _, r, _ in parts])
+    capped = None if parts[0][2] is None else torch.cat([c for _, _, c in parts])
+    for k, v in mismatch_metrics(old, behaviour, mask, capped, spec.capped_metric).items():
+        stats[k] = [float(v)]
 
 
 def _step(model, optimizer, loss: torch.Tensor, grad_clip: float) -> float:
