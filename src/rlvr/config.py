@@ -71,6 +71,7 @@ class RolloutConfig:
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int = 0                     # 0: no top-k truncation
+    max_staleness: int = 0             # k: step s trains on rollouts from weights >= s - k, generated ahead (0: synchronous)
     max_new_tokens: int = 48
 
 
@@ -181,6 +182,7 @@ _RULES: dict[str, tuple[typing.Callable[[Any], bool], str]] = {
     "rollout.temperature": (lambda v: v > 0, "a number > 0"),
     "rollout.top_p": (lambda v: 0 < v <= 1, "a number in (0, 1]"),
     "rollout.top_k": (lambda v: v >= 0, "an integer >= 0 (0: off)"),
+    "rollout.max_staleness": (lambda v: v >= 0, "an integer >= 0 (0: synchronous)"),
     "rollout.max_new_tokens": (lambda v: v >= 1, "an integer >= 1"),
     "data.heldout_size": (lambda v: v >= 0, "an integer >= 0"),
     "data.prompt_field": (lambda v: bool(v), "a column name"),

@@ -21,10 +21,10 @@ def train(cfg: Config) -> dict[str, Any]:
     run = Run.open(cfg)                                       # resumes from the newest checkpoint
     g = cfg.grpo
     for step in run.steps():
-        problems_P = run.sampler.next_batch(step)
-        groups_P = run.generate(problems_P, step)             # G completions each, a Score per completion
+        groups_P = run.rollouts.take(step)                    # G scored completions each; weights >= step - k
         run.sampler.observe(groups_P)                         # pass rates steer the next batches
         advantages_P_G = run.advantages(groups_P)
+        run.rollouts.ahead(step)                              # k > 0: step + k's rollouts generate meanwhile
         with run.timed("update"):
             batch = build_batch(groups_P, advantages_P_G, run.pad_id)
             stats = update_policy(run.policy, run.optimizer, batch, run.loss_spec, mu=g.mu,
@@ -33,6 +33,7 @@ def train(cfg: Config) -> dict[str, Any]:
                                   autocast=run.device.bf16, compute=run.compute,
                                   generator=run.device.host_generator(run.seed_for(step, "mb")))
             run.scheduler.step()
+        run.rollouts.wait()
         run.engine.load_weights(run.policy, step + 1)         # weight sync; only a version stamp when shared
         run.log(step, groups_P, advantages_P_G, stats)        # metrics, alarms, transcripts
         run.maybe_eval_and_save(step)

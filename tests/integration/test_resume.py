@@ -70,12 +70,18 @@ def _updated_steps(run_dir: Path) -> int:
     return sum(r.get("grad_norm", 0) > 0 for r in _metric_lines(run_dir) if "reward/mean" in r)
 
 
-def test_sigkill_at_random_points_then_resume_is_exact(tmp_path, cold_start_model):
+# k = 1: rollouts generated one step ahead in a thread, buffered in checkpoints; the entropy bonus
+# makes every step update the weights, so stale rollouts differ from fresh ones.
+ASYNC = ["rollout.max_staleness=1", "grpo.entropy_coef=0.01"]
+
+
+@pytest.mark.parametrize("overrides", [[], ASYNC], ids=["sync", "async-k1"])
+def test_sigkill_at_random_points_then_resume_is_exact(tmp_path, cold_start_model, overrides):
     from safetensors.torch import load_file
 
     ref_dir = tmp_path / "uninterrupted"
-    subprocess.run(_cmd(_config(tmp_path, ref_dir, cold_start_model)), check=True, capture_output=True,
-                   timeout=300)
+    subprocess.run(_cmd(_config(tmp_path, ref_dir, cold_start_model)) + overrides, check=True,
+                   capture_output=True, timeout=300)
     # The run must train: most steps update the weights, and the result differs from the start.
     assert _updated_steps(ref_dir) >= 3
     start, end = load_file(str(cold_start_model / "model.safetensors")), \
@@ -94,14 +100,19 @@ def test_sigkill_at_random_points_then_resume_is_exact(tmp_path, cold_start_mode
     ]
     killed = 0
     for ready in kills:
-        proc = subprocess.Popen(_cmd(cfg), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(_cmd(cfg) + overrides, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         killed += _kill_when(proc, ready)
-    proc = subprocess.run(_cmd(cfg), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(_cmd(cfg) + overrides, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert killed >= 3
     assert _weights_hash(run_dir) == _weights_hash(ref_dir)
     assert _metric_lines(run_dir) == _metric_lines(ref_dir)
     assert not list(ckpts.glob(".tmp-step-*"))
+    if overrides:
+        steps = [r for r in _metric_lines(run_dir) if "reward/mean" in r]
+        assert [r["async/staleness"] for r in steps] == [0.0] + [1.0] * (len(steps) - 1)
+        assert all(r["optimizer_steps"] == 1.0 for r in steps)
+        assert max(r["mismatch/kl"] for r in steps[1:]) > 1e-6 > steps[0]["mismatch/kl"]
 
 
 def test_resume_continues_the_log_without_duplicates(tmp_path):

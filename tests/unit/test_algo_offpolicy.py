@@ -157,3 +157,16 @@ def test_no_extra_forward_pass_for_the_correction_when_mu_is_1(tiny, monkeypatch
     _update(model, batch, None)
     _update(model, batch, is_weights)
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize("overrides, expected", [
+    (["grpo.is_correction=token", "grpo.is_cap=1.5"], [1.0, 1.5, 1.0]),
+    (["grpo.is_correction=sequence", "grpo.is_mode=mask", "grpo.is_cap=1.5"], [0.0, 0.0, 1.0]),
+])
+def test_config_selects_the_correction(overrides, expected):
+    from rlvr import config
+    from rlvr.training.setup import behaviour_correction
+
+    assert behaviour_correction(config.load(None, []).grpo) is None
+    fn = behaviour_correction(config.load(None, overrides).grpo)
+    torch.testing.assert_close(fn(OLD, MU, MASK)[0], torch.tensor([expected]))

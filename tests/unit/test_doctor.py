@@ -71,6 +71,8 @@ def test_each_alarm_fires_on_its_symptom(name, change):
 
 @pytest.mark.parametrize("overrides, says, not_says", [
     ([], "grpo.is_correction=token", "max_staleness"),
+    (["grpo.is_correction=token", "rollout.max_staleness=2"], "lower rollout.max_staleness (now 2)",
+     "is_correction=token"),
     (["grpo.is_correction=sequence"], "caps 30% of tokens", "is_correction=token"),
 ])
 def test_mismatch_advice_follows_the_configuration(overrides, says, not_says):

@@ -19,6 +19,7 @@ def trainer_state(run, done: int) -> dict[str, Any]:
         "metrics_offsets": run.log_out.offsets(),
         "best": [run.best[0], str(run.best[1]) if run.best[1] else None],
         "bad_steps": run.bad_steps,
+        "rollouts": run.rollouts.state_dict(),     # groups generated ahead of their step
     }
 
 
@@ -34,5 +35,6 @@ def restore(run, ckpt: Path) -> None:
     best_metric, best_path = state.get("best", [float("-inf"), None])
     run.best = (best_metric, Path(best_path) if best_path else None)
     run.bad_steps = state.get("bad_steps", 0)
+    run.rollouts.load_state_dict(state.get("rollouts", {}))
     run.start_step = state["step"]
     run.engine.load_weights(run.policy, run.start_step)

@@ -98,6 +98,8 @@ class Run:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lr_multiplier(g.lr_schedule, g.steps, g.warmup_steps, g.min_lr_ratio))
         self.engine = build_engine(cfg, self.policy, self.tokenizer, self.device)
+        from rlvr.training.rollouts import Rollouts
+        self.rollouts = Rollouts(self, cfg.rollout.max_staleness)
         self.sampler = build_sampler(cfg, self.task, self.train_problems)
         from rlvr.monitor.doctor import Doctor
         self.doctor = Doctor(cfg)
@@ -132,41 +134,48 @@ class Run:
         return int.from_bytes(digest[:8], "little") >> 1
 
     @contextlib.contextmanager
-    def timed(self, name: str):
+    def timed(self, name: str, into: dict[str, float] | None = None):
+        into = self.timings if into is None else into
         t0 = time.perf_counter()
         yield
-        self.timings[f"timing/{name}"] = self.timings.get(f"timing/{name}", 0.0) + time.perf_counter() - t0
+        into[f"timing/{name}"] = into.get(f"timing/{name}", 0.0) + time.perf_counter() - t0
 
-    def generate(self, problems: Sequence[Problem], step: int) -> list[Group]:
+    def generate(self, problems: Sequence[Problem], step: int, engine=None,
+                 extras: dict[str, Any] | None = None) -> list[Group]:
         """Generate and verify G completions per problem; with dynamic sampling, zero-variance
-        groups are dropped and refilled from the sampler (round r samples with seed (step, r))."""
+        groups are dropped and refilled from the sampler (round r samples with seed (step, r)).
+        `engine` and `extras` (metrics and timings) default to the run's; rollouts generated ahead
+        of their step pass their own."""
         from rlvr.sampling.curriculum import dynamic_sample
         from rlvr.monitor.doctor import behaviour_metrics
 
         g, ds = self.cfg.grpo.group_size, self.cfg.dynamic_sampling
+        engine = engine or self.engine
+        times = None if extras is None else extras
+        extras = self.extras if extras is None else extras
 
         def roll(batch: list[Problem], round_: int) -> list[Group]:
-            with self.timed("generate"):
-                groups = self.engine.generate(batch, g, self.sampling,
-                                              self.seed_for(step, "rollout" if round_ == 0 else f"rollout/{round_}"))
-            self.verify(groups)
+            with self.timed("generate", times):
+                groups = engine.generate(batch, g, self.sampling,
+                                         self.seed_for(step, "rollout" if round_ == 0 else f"rollout/{round_}"))
+            self.verify(groups, times)
             return groups
 
         if not ds.enabled:
             groups = roll(list(problems), 0)
-            self.extras["dynamic/generated_completions"] = float(sum(len(x.completions) for x in groups))
+            extras["dynamic/generated_completions"] = float(sum(len(x.completions) for x in groups))
         else:
             result = dynamic_sample(problems, len(problems), roll,
                                     lambda r, k, used: self.sampler.refill(step, r, k, used), g,
                                     ds.max_rounds, ds.std_tol, ds.oversample, ds.max_completions)
             self.sampler.observe(result.unused)     # dropped groups still inform the pass rates
-            self.extras.update(result.metrics())
+            extras.update(result.metrics())
             groups = result.groups
-        self.extras.update(behaviour_metrics(groups))
+        extras.update(behaviour_metrics(groups))
         return groups
 
-    def verify(self, groups: Sequence[Group]) -> None:
-        with self.timed("verify"):
+    def verify(self, groups: Sequence[Group], times: dict[str, float] | None = None) -> None:
+        with self.timed("verify", times):
             score_groups(groups, self.verifiers)
 
     def advantages(self, groups: Sequence[Group]) -> torch.Tensor:

@@ -1,0 +1,108 @@
+"""Where each step's groups come from: generated at the step, or ahead of it while the trainer updates.
+
+`rollout.max_staleness = k`. With k = 0 (the default) `take(step)` draws the step's problems and
+generates from the current weights, exactly as a synchronous loop does. With k > 0, `ahead(step)`
+(called before the update of `step`) draws the problems of step + k, copies the current weights
+(version `step`) into a private copy of the policy and generates and verifies them in a
+background thread while the update runs; `wait()` joins it. Step s ≥ k then trains on rollouts
+from version s − k exactly; steps 0 … k − 1, which nothing ran ahead for, are generated at the step
+from the current weights. The schedule is fixed, not "whenever the thread is done", so a run
+is deterministic and a resumed run repeats it.
+
+Groups older than the bound (version < step − k; only after resuming with a smaller k) are dropped,
+counted in `async/dropped_groups`, and regenerated from the current weights. `async/staleness` is
+the mean step − version of the groups a step trains on.
+
+State: the buffered groups (with their version and per-step metrics) and the drop count are in
+`state_dict()`, saved in every checkpoint after `wait()`; together with the sampler state (the data
+position, already advanced to step + k) a run killed at any instant resumes exactly.
+Not guaranteed: a speed-up. On a CPU the thread competes with the update for the same cores (it
+decodes on one thread); the gain is what the update leaves idle. The private copy doubles the
+policy's memory. Only engines that accept a model (`HFEngine`) run ahead here.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from rlvr.types import Group
+
+
+@dataclass
+class _Entry:
+    version: int
+    groups: list[Group]
+    extras: dict[str, Any] = field(default_factory=dict)   # metrics of generating these groups
+
+
+class Rollouts:
+    def __init__(self, run, max_staleness: int):
+        self.run, self.k = run, max_staleness
+        self.buffer: dict[int, _Entry] = {}
+        self.dropped = 0
+        self.engine = None
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def take(self, step: int) -> list[Group]:
+        """The groups step `step` trains on (their metrics go to `run.extras`)."""
+        run = self.run
+        entry = self.buffer.pop(step, None)
+        if entry is not None and entry.version < step - self.k:
+            self.dropped += len(entry.groups)
+            entry = None
+        if entry is None:
+            groups = run.generate(run.sampler.next_batch(step), step)
+        else:
+            groups = entry.groups
+            run.extras.update(entry.extras)
+        if self.k > 0:
+            run.extras["async/staleness"] = sum(step - g.policy_version for g in groups) / max(1, len(groups))
+            run.extras["async/dropped_groups"] = float(self.dropped)
+        return groups
+
+    def ahead(self, step: int) -> None:
+        """k > 0: start generating the rollouts of step + k from the current weights."""
+        target, run = step + self.k, self.run
+        if self.k == 0 or target >= run.cfg.grpo.steps or target in self.buffer:
+            return
+        problems = run.sampler.next_batch(target)
+        if self.engine is None:
+            from rlvr.training.setup import build_engine
+
+            self.engine = build_engine(run.cfg, copy.deepcopy(run.policy), run.tokenizer, run.device)
+        self.engine.load_weights(run.policy, step)
+        threads = torch.get_num_threads()
+
+        def produce() -> None:
+            try:
+                torch.set_num_threads(threads)   # a new thread may start with another default
+                extras: dict[str, Any] = {}
+                groups = run.generate(problems, target, engine=self.engine, extras=extras)
+                self.buffer[target] = _Entry(step, groups, extras)
+            except BaseException as exc:  # re-raised by wait() in the training thread
+                self._error = exc
+
+        self._thread = threading.Thread(target=produce, name=f"rollouts-step-{target}", daemon=True)
+        self._thread.start()
+
+    def wait(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"buffer": {s: (e.version, e.groups, e.extras) for s, e in self.buffer.items()},
+                "dropped": self.dropped}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.buffer = {int(s): _Entry(v, g, x) for s, (v, g, x) in state.get("buffer", {}).items()}
+        self.dropped = int(state.get("dropped", 0))
