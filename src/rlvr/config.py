@@ -41,6 +41,15 @@ class RunConfig:
 
 
 @dataclass(frozen=True)
+class LoraConfig:
+    r: int = 0                         # adapter rank; 0: train all weights (no PEFT)
+    alpha: float = 16.0
+    dropout: float = 0.0
+    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                                       "down_proj")
+
+
+@dataclass(frozen=True)
 class ModelConfig:
     path: str = "builtin:tiny-llama"   # local HF checkpoint, hub id, or builtin:tiny-llama
     dtype: Literal["float32", "bfloat16"] = "float32"
@@ -48,6 +57,7 @@ class ModelConfig:
     gradient_checkpointing: bool = False  # recompute each layer in backward (less memory, ~30% slower)
     chat_template: bool = True         # apply the tokenizer's chat template to message prompts
     chat_template_text: bool = False   # also to plain-text prompts, as one user message (TRL: off)
+    lora: LoraConfig = field(default_factory=LoraConfig)   # LoRA adapters through PEFT when r > 0
 
 
 @dataclass(frozen=True)
@@ -179,6 +189,10 @@ _RULES: dict[str, tuple[typing.Callable[[Any], bool], str]] = {
     "grpo.minibatch_size": (lambda v: v >= 0, "an integer >= 0"),
     "grpo.entropy_coef": (lambda v: v >= 0, "a number >= 0"),
     "grpo.is_cap": (lambda v: v >= 1, "a number >= 1"),
+    "model.lora.r": (lambda v: v >= 0, "an integer >= 0 (0: no LoRA)"),
+    "model.lora.alpha": (lambda v: v > 0, "a number > 0"),
+    "model.lora.dropout": (lambda v: 0 <= v < 1, "a number in [0, 1)"),
+    "model.lora.target_modules": (lambda v: len(v) > 0, "a non-empty list of module names"),
     "rollout.temperature": (lambda v: v > 0, "a number > 0"),
     "rollout.top_p": (lambda v: 0 < v <= 1, "a number in (0, 1]"),
     "rollout.top_k": (lambda v: v >= 0, "an integer >= 0 (0: off)"),

@@ -29,6 +29,8 @@ _ARCHITECTURES = ("llama", "qwen2")
 
 def supports(model) -> bool:
     """Whether `model` is a plain Llama-family decoder this module reproduces exactly."""
+    if hasattr(model, "peft_config"):   # adapters live outside the weights read here: never ignore them
+        return False
     cfg = getattr(model, "config", None)
     inner = getattr(model, "model", None)
     if cfg is None or inner is None or getattr(cfg, "model_type", None) not in _ARCHITECTURES:

@@ -105,7 +105,8 @@ class HFEngine:
         """Stamp later groups with `version`; copy the weights only when this engine holds its own
         copy of the model (asynchronous rollouts), in place, so no module is rebuilt."""
         if policy is not self.model:
-            self.model.load_state_dict(policy.state_dict())
+            from rlvr.models.lora import engine_state   # adapters arrive merged into the weights
+            self.model.load_state_dict(engine_state(policy))
         self.version = version
 
     def generate(self, problems: Sequence[Problem], n: int, params: SamplingParams,

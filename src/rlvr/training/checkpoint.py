@@ -108,6 +108,9 @@ def load_state(ckpt: Path) -> dict[str, Any]:
 def load_weights(model, ckpt: Path) -> None:
     from safetensors.torch import load_file
 
+    if (ckpt / "adapter_config.json").is_file():   # a LoRA run: the checkpoint holds the adapter
+        from rlvr.models.lora import load_adapter_weights
+        return load_adapter_weights(model, ckpt)
     files = sorted(ckpt.glob("*.safetensors"))
     state: dict[str, torch.Tensor] = {}
     for f in files:

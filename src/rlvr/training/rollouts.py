@@ -75,7 +75,7 @@ class Rollouts:
         if self.engine is None:
             from rlvr.training.setup import build_engine
 
-            self.engine = build_engine(run.cfg, copy.deepcopy(run.policy), run.tokenizer, run.device)
+            self.engine = build_engine(run.cfg, copy.deepcopy(run.engine.model), run.tokenizer, run.device)
         self.engine.load_weights(run.policy, step)
         threads = torch.get_num_threads()
 

@@ -62,7 +62,15 @@ class Run:
         run.policy, run.tokenizer = load_policy(cfg.model.path, cfg.model.dtype, cfg.seed, run.device)
         if cfg.model.gradient_checkpointing and hasattr(run.policy, "gradient_checkpointing_enable"):
             run.policy.gradient_checkpointing_enable()   # HF forward; the fused path checkpoints itself
-        run.reference = load_reference(run.policy) if cfg.grpo.beta > 0 else None
+        run.engine_model = run.policy
+        if cfg.model.lora.r > 0:   # the engine samples from a plain copy that receives merged weights
+            from rlvr.models.lora import AdaptersDisabled, apply_lora
+            import copy
+            run.engine_model = copy.deepcopy(run.policy)
+            run.policy = apply_lora(run.policy, cfg.model.lora, cfg.model.path, cfg.seed)
+            run.reference = AdaptersDisabled(run.policy) if cfg.grpo.beta > 0 else None
+        else:
+            run.reference = load_reference(run.policy) if cfg.grpo.beta > 0 else None
         run.dir.mkdir(parents=True, exist_ok=True)
         config_mod.dump(cfg, run.dir / "config.yaml")
         run._build_training_state()
@@ -93,11 +101,12 @@ class Run:
         torch.manual_seed(cfg.seed)
         random.seed(cfg.seed)
         np.random.seed(cfg.seed % 2**32)
-        self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=g.lr, betas=g.adam_betas,
+        trainable = [p for p in self.policy.parameters() if p.requires_grad]   # LoRA: the adapters only
+        self.optimizer = torch.optim.AdamW(trainable, lr=g.lr, betas=g.adam_betas,
                                            weight_decay=g.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lr_multiplier(g.lr_schedule, g.steps, g.warmup_steps, g.min_lr_ratio))
-        self.engine = build_engine(cfg, self.policy, self.tokenizer, self.device)
+        self.engine = build_engine(cfg, self.engine_model, self.tokenizer, self.device)
         from rlvr.training.rollouts import Rollouts
         self.rollouts = Rollouts(self, cfg.rollout.max_staleness)
         self.sampler = build_sampler(cfg, self.task, self.train_problems)
