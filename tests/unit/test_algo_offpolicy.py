@@ -70,7 +70,7 @@ def test_weights_carry_no_gradient_and_scale_only_the_surrogate():
     kw = dict(eps_low=0.2, eps_high=0.2, ref_logp=ref, beta=0.1, kl_fn=kl_k3, agg_fn=token_mean)
     loss, _ = grpo_loss(logp, logp.detach(), torch.tensor([1.0]), torch.ones(1, 2), is_weight=w, **kw)
     # surrogate −A·ρ = −1 per token, weighted 2 and 0; plus β·k3 on both tokens, unweighted
-    assert float(loss.detach()) == pytest.approx((-2.0 + 0.1 * float(kl_k3(logp, ref).sum())) / 2)
+    assert float(loss.detach()) == pytest.approx((-2.0 + 0.1 * float(kl_k3(logp, ref).detach().sum())) / 2)
     loss.backward()
     assert w.grad is None
 
