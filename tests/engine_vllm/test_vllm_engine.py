@@ -12,7 +12,7 @@ import random
 import pytest
 import torch
 
-pytest.importorskip("vllm", reason="vllm is not installed here: tests/vllm runs under .venv-vllm (make venv-vllm)")
+pytest.importorskip("vllm", reason="vllm is not installed here: tests/engine_vllm runs under .venv-vllm (make venv-vllm)")
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-pytest.importorskip("vllm", reason="vllm is not installed here: tests/vllm runs under .venv-vllm (make venv-vllm)")
+pytest.importorskip("vllm", reason="vllm is not installed here: tests/engine_vllm runs under .venv-vllm (make venv-vllm)")
 
 
 def test_vllm_engine_learns_like_hf(tmp_path, cold_start_model):
