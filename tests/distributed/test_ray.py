@@ -15,5 +15,5 @@ def test_two_ray_actors_learn_like_one_process(tmp_path, cold_start_model, one_p
     start, single = one_process_run
     ray_acc = train_accuracy(tmp_path, "ray", cold_start_model, rollout_extra=", engine: ray, workers: 2")
     print(f"held-out accuracy: cold start {start:.3f}, one process {single:.3f}, 2 Ray actors {ray_acc:.3f}")
-    assert ray_acc > start + 0.1, (start, ray_acc)
+    assert ray_acc > start + 0.05, (start, ray_acc)
     assert abs(ray_acc - single) < 0.08, (single, ray_acc)
