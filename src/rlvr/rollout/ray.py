@@ -31,7 +31,7 @@ def actor_seed(seed: int, index: int) -> int:
 class RolloutWorker:
     """What each actor runs: an HF engine over a model built from a config and a state dict."""
 
-    def __init__(self, payload: dict, use_chat_template: bool):
+    def __init__(self, payload: dict, use_chat_template: bool, template_text: bool):
         import torch
         from transformers import AutoModelForCausalLM
 
@@ -42,7 +42,8 @@ class RolloutWorker:
         model.load_state_dict(payload["state"], strict=False)
         model.tie_weights()
         self.model = model.to(payload["dtype"])
-        self.engine = HFEngine(self.model, payload["tokenizer"], use_chat_template=use_chat_template)
+        self.engine = HFEngine(self.model, payload["tokenizer"], use_chat_template=use_chat_template,
+                               template_text=template_text)
 
     def generate(self, problems, n, params, seed):
         return self.engine.generate(problems, n, params, seed)
@@ -53,7 +54,7 @@ class RolloutWorker:
 
 class RayEngine:
     def __init__(self, policy, tokenizer, use_chat_template: bool = True, workers: int = 2,
-                 address: str = ""):
+                 address: str = "", template_text: bool = False):
         import ray
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
@@ -76,7 +77,7 @@ class RayEngine:
                            "dtype": next(policy.parameters()).dtype})
         actor = ray.remote(num_gpus=1 if gpu else 0, num_cpus=0 if gpu else 1)(RolloutWorker)
         self.actors = [actor.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
-            self.group, placement_group_bundle_index=i)).remote(payload, use_chat_template)
+            self.group, placement_group_bundle_index=i)).remote(payload, use_chat_template, template_text)
             for i in range(workers)]
 
     def generate(self, problems: Sequence[Problem], n: int, params: SamplingParams,

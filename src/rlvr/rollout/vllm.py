@@ -54,12 +54,13 @@ def prompt_seed(seed: int, i: int) -> int:
 class VLLMEngine:
     """A `RolloutEngine` over an in-process `vllm.LLM` holding its own copy of the weights."""
 
-    def __init__(self, policy, tokenizer, use_chat_template: bool = True, options: dict | None = None):
+    def __init__(self, policy, tokenizer, use_chat_template: bool = True, options: dict | None = None,
+                 template_text: bool = False):
         for key, value in _CPU_ENV.items():
             os.environ.setdefault(key, value)
         from vllm import LLM
 
-        self.tokenizer, self.use_chat_template = tokenizer, use_chat_template
+        self.tokenizer, self.use_chat_template, self.template_text = tokenizer, use_chat_template, template_text
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self.tied = bool(getattr(policy.config, "tie_word_embeddings", False))
         self.sleep_mode = torch.cuda.is_available()
@@ -85,7 +86,8 @@ class VLLMEngine:
         from vllm.inputs import TokensPrompt
 
         self._wake()
-        prompts = [encode_prompt(self.tokenizer, p, self.use_chat_template) for p in problems]
+        prompts = [encode_prompt(self.tokenizer, p, self.use_chat_template, self.template_text)
+                   for p in problems]
         temperature = 0.0 if params.greedy else params.temperature
         sampling = [VSamplingParams(n=n, temperature=temperature, top_p=params.top_p,
                                     max_tokens=params.max_new_tokens, logprobs=0,
@@ -124,10 +126,11 @@ class VLLMEngine:
                                 use_tqdm=False)[0]
         ids = prompt + completion
         engine = torch.tensor([out.prompt_logprobs[i][ids[i]].logprob for i in range(len(prompt), len(ids))])
+        dev = next(policy.parameters()).device
+        p_ids, c_ids = torch.tensor([prompt], device=dev), torch.tensor([completion], device=dev)
         with torch.no_grad():
-            logits = completion_logits(policy, torch.tensor([prompt]), torch.ones(1, len(prompt), dtype=torch.long),
-                                       torch.tensor([completion]), torch.ones(1, len(completion), dtype=torch.long))
-            trainer = token_logprobs(logits.float(), torch.tensor([completion]))[0]
+            logits = completion_logits(policy, p_ids, torch.ones_like(p_ids), c_ids, torch.ones_like(c_ids))
+            trainer = token_logprobs(logits.float(), c_ids)[0].cpu()
         log_ratio = trainer - engine                       # log p_trainer / p_engine per token
         k3 = (log_ratio.exp() - 1 - log_ratio).mean()
         return {"mismatch/kl": float(k3), "mismatch/max_abs": float(log_ratio.abs().max())}
