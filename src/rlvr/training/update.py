@@ -115,13 +115,14 @@ class Compute:
 def _logp_and_entropy(model, batch: Batch, temperature: float, autocast: bool,
                       compute: Compute = Compute()):
     tensors = (batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_mask)
-    if compute.device.is_cuda:
+    # A wrapped model (DDP, FSDP2) must run its own forward: its hooks sync and gather weights.
+    wrapped = _is_wrapped(model)
+    if compute.device.is_cuda and not wrapped:
         from rlvr.training.gpu_forward import logp_and_entropy
         return logp_and_entropy(model, *tensors, temperature=temperature, device=compute.device,
                                 autocast=autocast, checkpointing=compute.checkpointing,
                                 vocab_limit=compute.vocab_limit)
-    # A wrapped model (DDP, FSDP2) must run its own forward: its hooks sync and gather weights.
-    if fused_llama.supports(model) and not _is_sharded(model):
+    if fused_llama.supports(model) and not wrapped:
         logits = fused_llama.completion_logits(model, *tensors, torch.bfloat16 if autocast else torch.float32)
     else:
         with compute.device.autocast(autocast):
@@ -243,10 +244,11 @@ def _step(model, optimizer, loss: torch.Tensor, grad_clip: float, dp=None) -> fl
     return grad_norm
 
 
-def _is_sharded(model) -> bool:
+def _is_wrapped(model) -> bool:
+    """DDP (a wrapper with `.module`) or FSDP2 (parameters are DTensors)."""
     from torch.distributed.tensor import DTensor
 
-    return isinstance(next(model.parameters()), DTensor)
+    return hasattr(model, "module") or isinstance(next(model.parameters()), DTensor)
 
 
 @torch.no_grad()
