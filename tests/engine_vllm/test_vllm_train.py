@@ -17,8 +17,7 @@ def test_vllm_engine_learns_like_hf(tmp_path, cold_start_model):
     start = start_accuracy(cold_start_model)
     hf = train_accuracy(tmp_path, "hf", cold_start_model)
     vllm = train_accuracy(tmp_path, "vllm", cold_start_model,
-                          rollout_extra=", engine: vllm, vllm_options: {max_model_len: 160, "
-                                        "kv_cache_memory_bytes: 268435456}")
+                          rollout_extra=", engine: vllm, vllm_options: {kv_cache_memory_bytes: 268435456}")
     print(f"held-out accuracy: cold start {start:.3f}, HF engine {hf:.3f}, vLLM engine {vllm:.3f}")
     assert vllm > start + 0.05, (start, vllm)
     assert abs(vllm - hf) < 0.08, (hf, vllm)

@@ -61,6 +61,8 @@ class RayEngine:
 
         self.ray = ray
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        vocab = policy.get_output_embeddings().weight.shape[0]
+        self.vocab_limit = len(tokenizer) if len(tokenizer) < vocab else None   # padded vocabulary
         self.started = not ray.is_initialized()
         if self.started:
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")

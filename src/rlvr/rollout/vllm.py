@@ -66,7 +66,8 @@ class VLLMEngine:
         self.sleep_mode = torch.cuda.is_available()
         self.asleep = False
         vocab = policy.get_output_embeddings().weight.shape[0]
-        self.allowed = list(range(len(tokenizer))) if vocab > len(tokenizer) else None
+        self.vocab_limit = len(tokenizer) if vocab > len(tokenizer) else None   # padded vocabulary
+        self.allowed = list(range(self.vocab_limit)) if self.vocab_limit else None
         self.sync_metrics: dict[str, float] = {}
         self._canary: tuple[list[int], list[int]] | None = None
         kwargs = {"dtype": str(next(policy.parameters()).dtype).removeprefix("torch."),

@@ -162,7 +162,7 @@ class ShardedEngine:
 
     def __init__(self, inner, dp: DataParallel):
         self.inner, self.dp = inner, dp
-        self.pad_id = inner.pad_id
+        self.pad_id, self.vocab_limit = inner.pad_id, inner.vocab_limit
 
     def generate(self, problems, n, params, seed):
         mine = list(problems)[self.dp.rank::self.dp.world]
@@ -185,7 +185,7 @@ class FullCopyEngine:
         self.dp, self.copy = dp, copy_model
         self.load_weights(sharded_model)
         self.inner = make_engine(copy_model)
-        self.pad_id = self.inner.pad_id
+        self.pad_id, self.vocab_limit = self.inner.pad_id, self.inner.vocab_limit
 
     def generate(self, problems, n, params, seed):
         return self.inner.generate(problems, n, params, seed)
