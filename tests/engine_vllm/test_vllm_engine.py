@@ -2,7 +2,7 @@
 
 One in-process engine is shared by the module (start-up costs seconds). Tolerances: float32
 engine vs the trainer's forward on the same tokens, max |Δ log-prob| < 1e-3 (measured ~2e-5 by
-../shared/SCALEOUT.md); canary after a push: mismatch/kl < 1e-6.
+../shared/SCALEOUT.md); canary after a push: mismatch/canary_kl < 1e-6.
 """
 
 from __future__ import annotations
@@ -79,8 +79,8 @@ def test_pushed_weights_change_generation_and_the_canary_stays_small(setup):
     assert changed != before
     engine.load_weights(policy)                    # the canary scores the last batch's first completion
     print(f"canary after push: {engine.sync_metrics}")
-    assert engine.sync_metrics["mismatch/kl"] < 1e-6
-    assert engine.sync_metrics["mismatch/max_abs"] < 1e-3
+    assert engine.sync_metrics["mismatch/canary_kl"] < 1e-6
+    assert engine.sync_metrics["mismatch/canary_max_abs"] < 1e-3
     assert _max_delta(policy, after, 1.0) < 1e-3
     policy.load_state_dict(saved)
     engine.load_weights(policy)

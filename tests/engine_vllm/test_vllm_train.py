@@ -22,5 +22,5 @@ def test_vllm_engine_learns_like_hf(tmp_path, cold_start_model):
     assert vllm > start + 0.05, (start, vllm)
     assert abs(vllm - hf) < 0.08, (hf, vllm)
     steps = [json.loads(l) for l in (tmp_path / "vllm" / "metrics.jsonl").read_text().splitlines()]
-    kl = [r["mismatch/kl"] for r in steps if "mismatch/kl" in r]
+    kl = [r["mismatch/canary_kl"] for r in steps if "mismatch/canary_kl" in r]
     assert len(kl) >= 19 and max(kl) < 1e-4, kl

@@ -19,7 +19,7 @@ import hashlib
 import os
 from typing import Sequence
 
-from rlvr.rollout.base import SamplingParams
+from rlvr.rollout.base import SamplingParams, stamp
 from rlvr.types import Group, Problem
 
 
@@ -63,6 +63,7 @@ class RayEngine:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         vocab = policy.get_output_embeddings().weight.shape[0]
         self.vocab_limit = len(tokenizer) if len(tokenizer) < vocab else None   # padded vocabulary
+        self.version = 0
         self.started = not ray.is_initialized()
         if self.started:
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -91,9 +92,11 @@ class RayEngine:
         out: list = [None] * len(problems)
         for i, groups in enumerate(self.ray.get(futures)):
             out[i::k] = groups
+        stamp(out, self.version, seed)
         return out
 
-    def load_weights(self, policy) -> None:
+    def load_weights(self, policy, version: int = 0) -> None:
+        self.version = version
         ref = self.ray.put(_cpu_state(policy))
         self.ray.get([a.load.remote(ref) for a in self.actors])
 

