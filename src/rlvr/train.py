@@ -27,11 +27,12 @@ def train(cfg: Config) -> dict[str, Any]:
         run.rollouts.ahead(step)                              # k > 0: step + k's rollouts generate meanwhile
         with run.timed("update"):
             batch = build_batch(groups_P, advantages_P_G, run.pad_id)
-            stats = update_policy(run.policy, run.optimizer, batch, run.loss_spec, mu=g.mu,
+            stats = update_policy(run.train_model, run.optimizer, batch, run.loss_spec, mu=g.mu,
                                   minibatch_size=g.minibatch_size, grad_clip=g.grad_clip,
                                   skip_zero_advantage=g.skip_zero_advantage, reference=run.reference,
                                   autocast=run.device.bf16, compute=run.compute,
-                                  generator=run.device.host_generator(run.seed_for(step, "mb")))
+                                  generator=run.device.host_generator(run.seed_for(step, "mb")),
+                                  dp=run.dp)
             run.scheduler.step()
         run.rollouts.wait()
         run.engine.load_weights(run.policy, step + 1)         # weight sync; only a version stamp when shared

@@ -41,6 +41,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
         overrides.append(f"run.resume={args.resume}")
     cfg = config.load(args.config, overrides)
     summary = train(cfg)
+    from rlvr.training.distributed import is_main
+    if not is_main():   # under torchrun rank 0 reports and writes every file
+        return 0
     print(f"final held-out accuracy: {summary['final_accuracy']}; run dir: {cfg.run.dir}")
     if cfg.run.report:
         from rlvr.report.html import write_report

@@ -51,3 +51,10 @@ class RolloutEngine(Protocol):
         """Bring the engine's weights up to date with the policy (no copy when shared) and stamp
         later groups with `version`."""
         ...
+
+
+def stamp(groups: Sequence[Group], version: int, seed: int) -> None:
+    """Provenance of the behaviour-policy contract for engines that do not set it themselves:
+    the version of the sampling weights (the last `load_weights`) and the call's seed."""
+    for g in groups:
+        g.policy_version, g.seed = version, seed

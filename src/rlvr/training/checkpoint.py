@@ -54,15 +54,21 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def save(ckpt_root: Path, step: int, model, tokenizer, state: dict[str, Any]) -> Path:
-    """Write checkpoint `step` atomically; return its directory."""
+def path_for(ckpt_root: Path, step: int) -> Path:
+    return ckpt_root / f"step-{step:06d}"
+
+
+def save(ckpt_root: Path, step: int, model, tokenizer, state: dict[str, Any],
+         model_state: dict[str, torch.Tensor] | None = None) -> Path:
+    """Write checkpoint `step` atomically; return its directory. `model_state`: the weights to
+    write instead of the model's own (a gathered state dict of a sharded model)."""
     ckpt_root.mkdir(parents=True, exist_ok=True)
-    final = ckpt_root / f"step-{step:06d}"
+    final = path_for(ckpt_root, step)
     tmp = ckpt_root / f".tmp-step-{step:06d}-{os.getpid()}"
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir()
-    model.save_pretrained(tmp)
+    model.save_pretrained(tmp, state_dict=model_state)
     tokenizer.save_pretrained(tmp)
     torch.save(state, tmp / "trainer_state.pt")
     (tmp / MARKER).write_text(str(step))
@@ -105,16 +111,20 @@ def load_state(ckpt: Path) -> dict[str, Any]:
     return torch.load(ckpt / "trainer_state.pt", weights_only=False)
 
 
-def load_weights(model, ckpt: Path) -> None:
+def read_weights(ckpt: Path) -> dict[str, torch.Tensor]:
     from safetensors.torch import load_file
 
+    state: dict[str, torch.Tensor] = {}
+    for f in sorted(ckpt.glob("*.safetensors")):
+        state.update(load_file(str(f)))
+    return state
+
+
+def load_weights(model, ckpt: Path) -> None:
     if (ckpt / "adapter_config.json").is_file():   # a LoRA run: the checkpoint holds the adapter
         from rlvr.models.lora import load_adapter_weights
         return load_adapter_weights(model, ckpt)
-    files = sorted(ckpt.glob("*.safetensors"))
-    state: dict[str, torch.Tensor] = {}
-    for f in files:
-        state.update(load_file(str(f)))
+    state = read_weights(ckpt)
     missing, unexpected = model.load_state_dict(state, strict=False)
     tied = {"lm_head.weight"} if getattr(model.config, "tie_word_embeddings", False) else set()
     if set(missing) - tied or unexpected:

@@ -5,11 +5,16 @@ anything, then builds the policy, optimizer, engine, verifiers, sampler and logs
 the newest complete checkpoint in the run directory when there is one. Randomness for each step
 (problem draws, sampling, minibatch order) is derived from (seed, step), so a resumed run repeats
 exactly what an uninterrupted run does.
+
+Under torchrun every rank opens the same Run (see `training/distributed.py`): the policy is wrapped
+for data parallelism (`train_model`), generation is sharded and gathered, and rank 0 alone writes
+files; the other ranks log to a `NullLog`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import json
 import random
@@ -31,7 +36,9 @@ from rlvr.errors import UserError
 from rlvr.evaluation.metrics import greedy_accuracy, score_groups
 from rlvr.monitor.log import MetricsLog, read_metrics
 from rlvr.rollout.base import SamplingParams
-from rlvr.training.setup import (behaviour_correction, build_device, build_engine, build_problems,
+from rlvr.training.distributed import NullLog
+from rlvr.training.setup import (behaviour_correction, build_data_parallel, build_device, build_engine,
+                                 build_problems,
                                  build_sampler, check_engine, set_threads)
 from rlvr.training.schedule import lr_multiplier
 from rlvr.monitor.stats import step_metrics
@@ -56,6 +63,8 @@ class Run:
         set_threads(cfg.run.threads)
         check_engine(cfg)
         run.device = build_device(cfg)
+        run.dp = build_data_parallel(cfg)
+        run.is_main = run.dp is None or run.dp.rank == 0
         run.verifiers, run.train_problems, run.heldout, run.task = build_problems(cfg)
         resume_from = run._resume_point()
         from rlvr.models.policy import load_policy, load_reference
@@ -65,16 +74,16 @@ class Run:
         run.engine_model = run.policy
         if cfg.model.lora.r > 0:   # the engine samples from a plain copy that receives merged weights
             from rlvr.models.lora import AdaptersDisabled, apply_lora
-            import copy
             run.engine_model = copy.deepcopy(run.policy)
             run.policy = apply_lora(run.policy, cfg.model.lora, cfg.model.path, cfg.seed)
             run.reference = AdaptersDisabled(run.policy) if cfg.grpo.beta > 0 else None
         else:
             run.reference = load_reference(run.policy) if cfg.grpo.beta > 0 else None
-        run.dir.mkdir(parents=True, exist_ok=True)
-        config_mod.dump(cfg, run.dir / "config.yaml")
+        if run.is_main:
+            run.dir.mkdir(parents=True, exist_ok=True)
+            config_mod.dump(cfg, run.dir / "config.yaml")
         run._build_training_state()
-        run.log_out = MetricsLog(run.dir)
+        run.log_out = MetricsLog(run.dir) if run.is_main else NullLog()
         if resume_from is not None:
             run._resume(resume_from)
         else:  # a fresh start: lines left by a run killed before its first checkpoint go
@@ -89,7 +98,10 @@ class Run:
                                 "or run.resume=auto to continue that run")
             return None
         if mode == "auto":
-            checkpoint.clean_partial(self.ckpt_root)
+            if self.is_main:
+                checkpoint.clean_partial(self.ckpt_root)
+            if self.dp is not None:
+                self.dp.barrier()
             return checkpoint.latest(self.ckpt_root)
         path = Path(mode)
         if not (path / checkpoint.MARKER).is_file():
@@ -101,12 +113,15 @@ class Run:
         torch.manual_seed(cfg.seed)
         random.seed(cfg.seed)
         np.random.seed(cfg.seed % 2**32)
-        trainable = [p for p in self.policy.parameters() if p.requires_grad]   # LoRA: the adapters only
+        engine_model = copy.deepcopy(self.policy) if self.dp and self.dp.mode == "fsdp2" else None
+        self.train_model = self.dp.wrap(self.policy) if self.dp else self.policy
+        trainable = [p for p in self.train_model.parameters() if p.requires_grad]   # LoRA: the adapters
         self.optimizer = torch.optim.AdamW(trainable, lr=g.lr, betas=g.adam_betas,
                                            weight_decay=g.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lr_multiplier(g.lr_schedule, g.steps, g.warmup_steps, g.min_lr_ratio))
-        self.engine = build_engine(cfg, self.engine_model, self.tokenizer, self.device)
+        self.engine = build_engine(cfg, self.engine_model, self.tokenizer, self.device, self.dp,
+                                   engine_model)
         from rlvr.training.rollouts import Rollouts
         self.rollouts = Rollouts(self, cfg.rollout.max_staleness)
         self.sampler = build_sampler(cfg, self.task, self.train_problems)
@@ -130,7 +145,8 @@ class Run:
 
     def steps(self) -> Iterator[int]:
         from rlvr.monitor.progress import Progress
-        with Progress(self.cfg.grpo.steps, self.start_step, enabled=self.cfg.run.progress) as bar:
+        with Progress(self.cfg.grpo.steps, self.start_step,
+                      enabled=self.cfg.run.progress and self.is_main) as bar:
             self.bar = bar
             for step in range(self.start_step, self.cfg.grpo.steps):
                 self.step_started = time.perf_counter()
@@ -199,6 +215,7 @@ class Run:
         record.update(stats)
         record.update(self.timings)
         record.update(self.extras)
+        record.update(getattr(self.engine, "sync_metrics", {}))   # e.g. the vLLM weight-sync canary
         record["tokens_per_s"] = record["completions/total_tokens"] / max(1e-9, self.timings["timing/step"])
         peak = self.device.peak_memory_gb()     # GPU only: CPU metrics files stay as they were
         if peak is not None:
@@ -245,26 +262,49 @@ class Run:
 
     def save(self, done: int, metric: float | None) -> Path:
         from rlvr.training.resume import trainer_state
-        state = trainer_state(self, done)
+        state = trainer_state(self, done)             # a collective under FSDP2: every rank
+        model_state = self.full_model_state()
+        if not self.is_main:
+            self.dp.barrier()                         # rank 0 writes; the others wait for it
+            return checkpoint.path_for(self.ckpt_root, done)
         try:
-            path = checkpoint.save(self.ckpt_root, done, self.policy, self.tokenizer, state)
+            path = checkpoint.save(self.ckpt_root, done, self.policy, self.tokenizer, state, model_state)
+            if self.dp is not None:
+                self.dp.barrier()
         except OSError as exc:
             self.log_out.write({"step": done, "event": "alarm", "name": "checkpoint_failed",
                                 "message": f"checkpoint write failed ({exc}); the previous one is intact",
                                 "action": "free disk space or fix permissions on run.dir"})
+            if self.dp is not None:
+                self.dp.barrier()
             return self.best[1] or self.ckpt_root
         if metric is not None and metric > self.best[0]:
             self.best = (metric, path)
         checkpoint.prune(self.ckpt_root, self.cfg.run.keep_last, {self.best[1]} if self.best[1] else set())
         return path
 
+    def full_model_state(self) -> dict[str, torch.Tensor] | None:
+        """The gathered state dict under FSDP2 (every rank must call this); None otherwise."""
+        if self.dp is None or self.dp.mode != "fsdp2":
+            return None
+        return self.dp.full_model_state(self.train_model)
+
     def _resume(self, ckpt: Path) -> None:
         from rlvr.training.resume import restore
         restore(self, ckpt)
+        self.engine.load_weights(self.policy)
 
     def finish(self, wall_seconds: float) -> dict[str, Any]:
+        model_state = self.full_model_state()
+        for verifier in self.verifiers.values():  # stops verifier worker processes
+            getattr(verifier, "close", lambda: None)()
+        getattr(self.engine, "close", lambda: None)()   # Ray actors, a vLLM engine
+        if not self.is_main:
+            self.dp.barrier()
+            self.dp.close()
+            return {"steps": self.cfg.grpo.steps, "final_accuracy": None, "rank": self.dp.rank}
         final = self.dir / "final"
-        self.policy.save_pretrained(final)
+        self.policy.save_pretrained(final, state_dict=model_state)
         self.tokenizer.save_pretrained(final)
         evals = [r for r in read_metrics(self.dir) if "eval/accuracy" in r]
         summary = {"steps": self.cfg.grpo.steps, "final_accuracy": evals[-1]["eval/accuracy"] if evals else None,
@@ -273,7 +313,8 @@ class Run:
         (self.dir / "summary.json").write_text(json.dumps(summary, indent=2))
         self.sampler.export(self.dir / "pass_rates.jsonl")
         self.log_out.close()
-        for verifier in self.verifiers.values():  # stops verifier worker processes
-            getattr(verifier, "close", lambda: None)()
+        if self.dp is not None:
+            self.dp.barrier()
+            self.dp.close()
         return summary
 

