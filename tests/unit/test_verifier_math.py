@@ -22,7 +22,8 @@ def verifier():
 
 @pytest.mark.parametrize("text,policy,expected", [
     ("so \\boxed{3}", "boxed", ["3"]),
-    ("\\boxed{\\boxed{3}} then \\fbox{4}", "boxed", ["3", "4"]),
+    ("\\boxed{\\boxed{3}} and \\fbox{4}", "boxed", ["3", "4"]),  # one run of boxes: a list
+    ("\\boxed{\\boxed{3}} then \\fbox{4}", "boxed", ["4"]),  # prose between: the last box
     ("<answer> $x = 2$ </answer>", "answer_tag", ["x = 2"]),
     ("<answer>so \\boxed{7}</answer>", "answer_tag", ["7"]),
     ("We get 5. The answer is $12$.\nDone", "phrase", ["12"]),

@@ -31,7 +31,7 @@ from typing import Any, Sequence
 from rlvr.types import Problem, Score
 from rlvr.verifiers.math_extract import (POLICIES, boxed_contents, extract_candidates, is_hedge,
                                          split_parts)
-from rlvr.verifiers.math_forms import as_list, decimal_comma, last_side
+from rlvr.verifiers.math_forms import as_list, decimal_comma, expand_pm, last_side
 from rlvr.verifiers.math_fast import (Number, fast_equal, normalize, number_vs_shape,
                                       numbers_equal, same_when_rounded, to_number)
 from rlvr.verifiers.workers import WorkerPool
@@ -81,7 +81,7 @@ class MathVerifier:
             raise ValueError(f"problem {problem.id}: math reference is missing or empty")
         if to_number(ref) is not None:
             return
-        out = self.pool.run(f"{_SYMBOLIC}:reference_ok", (ref,), self.timeout_s)
+        out = self.pool.run(f"{_SYMBOLIC}:reference_ok", (expand_pm(ref),), self.timeout_s)
         if out.status != "ok" or not out.value:
             why = "timed out" if out.status == "timeout" else "cannot be parsed"
             raise ValueError(f"problem {problem.id}: math reference {ref!r} {why}")
@@ -108,6 +108,7 @@ class MathVerifier:
         candidates, source = extract_candidates(response, policy)
         if not candidates:
             return _Plan(Score(0.0, False, ("no_answer",), details=_details(t0, source, "none")))
+        ref, candidates = expand_pm(ref), [expand_pm(c) for c in candidates]  # a ± is two values
         single = _single_valued(ref)
         if single and any(is_hedge(c) for c in candidates) and not is_hedge(ref):
             return _Plan(Score(0.0, False, ("multiple_answers",), " | ".join(candidates),

@@ -3,12 +3,15 @@
 Only the final-answer region counts: the text after the last `</think>` (a response whose `<think>`
 never closes has no final region). Within it a policy collects candidate answer strings:
 
-- "boxed":      every `\\boxed{...}` / `\\fbox{...}` (a nested box counts once, by its content);
+- "boxed":      the last run of `\\boxed{...}` / `\\fbox{...}` joined only by separators (a nested
+                box counts once, by its content; see `math_prose.last_box_run`);
 - "answer_tag": every `<answer>...</answer>`; a box inside a tag narrows the tag to the box;
-- "phrase":     the last "answer is ..." / "answer: ..." phrase, up to the end of its line;
+- "phrase":     the last "answer is ..." / "answer: ..." phrase or GSM8K's `#### ` marker, up to
+                the end of its line;
 - "whole":      the whole region, for responses that are only an answer (`$\\frac{1}{2}$`, `x = 3`);
 - "auto":       the first of answer_tag, boxed, phrase that finds something, else "whole" when the
-                region is short enough to be a bare answer.
+                region is a bare answer (one math block, or a short string with at most one word),
+                else the values of the closing sentence (`math_prose`).
 
 All scanning is linear in the response length (brace matching by hand, no backtracking regex over
 the whole text). What this module does not do: decide whether two candidates are the same value;
@@ -24,7 +27,8 @@ _BOX_COMMANDS = ("\\boxed", "\\fbox")
 _WHOLE_MAX_CHARS = 300      # a "whole response" answer longer than this is prose, not an answer
 _AUTO_WHOLE_MAX_CHARS = 80  # auto mode only reads short bare responses as answers
 _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
-_PHRASE = re.compile(r"(?:final\s+answer|answer)\s*(?:is|:|=)\s*:?\s*", re.IGNORECASE)
+_PHRASE = re.compile(r"(?:final\s+answer|answer)\s*(?:is|:|=)\s*:?\s*|^[ \t]*####[ \t]*",
+                     re.IGNORECASE | re.MULTILINE)
 _DELIMS = (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$"), ("**", "**"))
 
 
@@ -74,7 +78,12 @@ def _unbox(content: str) -> str:
 
 def boxed_contents(text: str) -> list[str]:
     """Contents of every top-level box in `text`, left to right (linear time)."""
-    found: list[str] = []
+    return [content for _, _, content in box_spans(text)]
+
+
+def box_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, content) of every top-level box in `text`, left to right (linear time)."""
+    found: list[tuple[int, int, str]] = []
     next_at = {cmd: text.find(cmd) for cmd in _BOX_COMMANDS}
     i = 0
     while True:
@@ -92,12 +101,12 @@ def boxed_contents(text: str) -> list[str]:
             end = _match_brace(text, j)
             if end < 0:
                 return found
-            found.append(_unbox(text[j + 1:end]))
+            found.append((at, end + 1, _unbox(text[j + 1:end])))
             i = end + 1
         else:  # `\boxed 5`: the box holds the next token
             m = re.match(r"[^\s$]+", text[j:j + 200])
             if m and j > at + len(cmd):
-                found.append(m.group(0))
+                found.append((at, j + m.end(), m.group(0)))
             i = max(j + (m.end() if m else 0), at + 1)
 
 
@@ -110,7 +119,7 @@ def strip_delimiters(answer: str) -> str:
         for left, right in _DELIMS:
             if len(s) >= len(left) + len(right) and s.startswith(left) and s.endswith(right):
                 inner = s[len(left):len(s) - len(right)]
-                if right not in inner:  # "$3$ and $4$" is two pieces of math, not one
+                if right not in inner.replace("\\$", ""):  # "$3$ and $4$" is two pieces of math
                     s = inner.strip()
                     break
         if s == before:
@@ -143,16 +152,14 @@ def _phrase_candidates(region: str) -> list[str]:
     return [strip_delimiters(line)]
 
 
-_INLINE_MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+def _whole_candidates(region: str, max_chars: int, bare_only: bool = False) -> list[str]:
+    from rlvr.verifiers.math_prose import math_bodies  # math_prose builds on this module
 
-
-def _whole_candidates(region: str, max_chars: int) -> list[str]:
     s = strip_delimiters(region)
-    if not s or len(s) > max_chars:
+    if not s or len(s) > max_chars or (bare_only and not _looks_bare(s)):
         return []
     # "The point is $(2, 3)$": the math in a short sentence is its answer.
-    segments = [next(g for g in m.groups() if g is not None) for m in _INLINE_MATH.finditer(s)]
-    return segments or [s]
+    return [body for _, _, body in math_bodies(s)] or [s]
 
 
 def extract_candidates(text: str, policy: str = "auto") -> tuple[list[str], str]:
@@ -162,17 +169,20 @@ def extract_candidates(text: str, policy: str = "auto") -> tuple[list[str], str]
     """
     if policy not in POLICIES:
         raise ValueError(f"unknown extraction policy {policy!r}; known: {', '.join(POLICIES)}")
+    from rlvr.verifiers.math_prose import closing_sentence, last_box_run, sentence_items
+
     region = final_region(text)
+    boxes, hedged = last_box_run(region)
     finders = {
         "answer_tag": lambda: _tag_candidates(region),
-        "boxed": lambda: boxed_contents(region),
+        "boxed": lambda: boxes,
         "phrase": lambda: _phrase_candidates(region),
         "whole": lambda: _whole_candidates(region, _WHOLE_MAX_CHARS),
     }
     order = ["answer_tag", "boxed", "phrase"] if policy == "auto" else [policy]
     for name in order:
         found = [c for c in map(strip_delimiters, finders[name]()) if c]
-        if found and name == "boxed" and _hedge_after_box(region):
+        if found and name == "boxed" and (hedged or _hedge_after_box(region)):
             found.append(_HEDGE_MARK)
         if found and name == "phrase" and policy == "auto" and _is_prose(found[0]):
             found = sentence_items(found[0])
@@ -182,7 +192,7 @@ def extract_candidates(text: str, policy: str = "auto") -> tuple[list[str], str]
         block = _single_math_block(region)
         if block:
             return [block], "whole"
-        found = [c for c in _whole_candidates(region, _AUTO_WHOLE_MAX_CHARS) if _looks_bare(c)]
+        found = _whole_candidates(region, _AUTO_WHOLE_MAX_CHARS, bare_only=True)
         if found:
             return found, "whole"
         return sentence_items(closing_sentence(region)), "sentence"
@@ -190,12 +200,18 @@ def extract_candidates(text: str, policy: str = "auto") -> tuple[list[str], str]
 
 
 def _looks_bare(answer: str) -> bool:
-    """A short string (at most five tokens) with a digit or LaTeX and at most two words outside
-    LaTeX is a bare answer: `x = 3`, `$\\frac{1}{2}$`, `The point is $(2, 3)$`."""
+    """A short string (at most five tokens) with a digit or LaTeX, one sentence, and at most one
+    word outside math and LaTeX is a bare answer: `x = 3`, `18 dollars`, `$3$ and $4$`. Prose
+    (`The sum is 10.`, `First $x=2$. The sum is 10.`) is read by its closing sentence instead."""
+    from rlvr.verifiers.math_prose import MATH
+
     if len(answer) > 3 and not re.search(r"[\d\\]", answer) or len(answer.split()) > 5:
         return False
-    words = re.findall(r"(?<!\\)\b[A-Za-z]{3,}\b", re.sub(r"\\[A-Za-z]+(\{[^{}]*\})?", " ", answer))
-    return len(words) <= 2
+    outside = MATH.sub(" ", answer)
+    if re.search(r"[.!?]\s", outside):
+        return False
+    words = re.findall(r"(?<!\\)\b[A-Za-z]{3,}\b", re.sub(r"\\[A-Za-z]+(\{[^{}]*\})?", " ", outside))
+    return len(words) <= 1
 
 
 _SEPARATORS = re.compile(
@@ -326,55 +342,7 @@ def _single_math_block(region: str) -> str:
     for left, right in _DELIMS[:4]:
         if s.startswith(left) and s.endswith(right) and len(s) > len(left) + len(right):
             inner = s[len(left):len(s) - len(right)]
-            if right not in inner and left not in inner and len(inner) <= _WHOLE_MAX_CHARS:
+            bare = inner.replace("\\$", "")  # `$\$18$`: an escaped dollar is currency
+            if right not in bare and left not in bare and len(inner) <= _WHOLE_MAX_CHARS:
                 return strip_delimiters(inner)
     return ""
-
-
-_CURRENCY_DOLLAR = re.compile(r"\\?\$(?=\d)(?![^$\n]*\$)")  # "$18 per week": no closing $
-_MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
-_NUM = re.compile(r"(?<![\w.^_])-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?(?:\s*%)?")
-
-
-def closing_sentence(region: str) -> str:
-    """The last sentence of the region that holds a number or math (trailing remarks such as
-    "I hope it is correct." or a stray chat token are skipped). Math stays whole."""
-    text = _CURRENCY_DOLLAR.sub("USD ", region[-4000:].replace("\\$", "USD "))
-    maths: list[str] = []
-
-    def hold(m: re.Match) -> str:
-        maths.append(m.group(0))
-        return f"\x00{len(maths) - 1}\x00"
-
-    held = _MATH.sub(hold, text)
-    sentences = re.split(r"(?<=[.!?])\s+|\n+", held)
-    for sentence in reversed(sentences):
-        if re.search(r"\x00|\d", sentence):
-            return re.sub(r"\x00(\d+)\x00", lambda m: maths[int(m.group(1))], sentence)
-    return ""
-
-
-def sentence_items(sentence: str) -> list[str]:
-    """The answer values in a closing sentence: its math (lone variable names are labels, not
-    values) and its plain numbers. Values listed side by side ("3, 4", "3 or 4") all count, so a
-    hedge stays a hedge; otherwise the last value is the answer ("The 3 friends pay 18 each")."""
-    items: list[tuple[int, int, str]] = []
-    for m in _MATH.finditer(sentence):
-        body = strip_delimiters(next(g for g in m.groups() if g is not None))
-        if body and not re.fullmatch(r"[A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+", body):
-            items.append((m.start(), m.end(), body))
-    outside = _MATH.sub(lambda m: " " * len(m.group(0)), sentence)
-    for m in _NUM.finditer(outside):
-        items.append((m.start(), m.end(), m.group(0).strip()))
-    items.sort()
-    if not items:
-        return []
-    if len(items) > 1 and _CONNECTIVE.search(_TEXT_CMD.sub(r" \1 ", outside)):
-        return [body for _, _, body in items]  # "5, or maybe 6": every value is offered
-    run = [items[-1]]
-    for item in reversed(items[:-1]):
-        gap = sentence[item[1]:run[0][0]]
-        if not re.fullmatch(r"[\s,;]*(?:(?:and|or|\\text\{\s*(?:and|or)\s*\})[\s,;]*)?", gap, re.I):
-            break
-        run.insert(0, item)
-    return [body for _, _, body in run]

@@ -7,7 +7,8 @@ and math-verify see what a human grader would read (issue 17):
 - `decimal_comma`: "1000,99" and "0,111" read as decimals (only for single-valued references,
                    where a comma between values would be a second answer anyway);
 - `last_side`:     "x = 5+5+1 = 7 = 11" → "x = 11" (the last side of a chain is the claim);
-- `text_key`:      "$Even$", "\\text{Even}", "(C)" → "even", "c" for word answers.
+- `text_key`:      "$Even$", "\\text{Even}", "(C)" → "even", "c" for word answers;
+- `expand_pm`:     "\\frac{3 \\pm \\sqrt{5}}{2}" → the two values it stands for, as a list.
 
 Nothing here decides equality; `text_key` only names the word an answer is, or None.
 """
@@ -84,3 +85,17 @@ def text_key(answer: str) -> str | None:
     if not re.fullmatch(r"[A-Za-z][A-Za-z ]*", s):
         return None
     return s.replace(" ", "").lower()
+
+
+_PLUS_MINUS = re.compile(r"\\(pm|mp)(?![A-Za-z])")
+
+
+def expand_pm(answer: str) -> str:
+    """`\\frac{3 \\pm \\sqrt{5}}{2}` → `\\frac{3 + \\sqrt{5}}{2}, \\frac{3 - \\sqrt{5}}{2}`: the two
+    values a `\\pm` stands for (every `\\pm` takes the same sign, every `\\mp` the other one).
+    math-verify reads `3 \\pm \\sqrt{5}` as a set but cannot parse a `\\pm` inside a fraction."""
+    if not _PLUS_MINUS.search(answer):
+        return answer
+    plus = _PLUS_MINUS.sub(lambda m: "+" if m.group(1) == "pm" else "-", answer)
+    minus = _PLUS_MINUS.sub(lambda m: "-" if m.group(1) == "pm" else "+", answer)
+    return f"{plus}, {minus}"
