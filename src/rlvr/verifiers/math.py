@@ -8,8 +8,10 @@ A response earns reward 1 when its single final answer equals the reference. The
    single value) → reward 0, flag `multiple_answers`;
 3. plain numbers are compared exactly in-process (`math_fast`), also against a reference that
    evaluates to a number (its value is computed once per new reference, in a worker); everything else
-   goes to math-verify in a worker process under a hard budget (`timeout_s`, default 2 s); overrun → reward 0, flag
-   `timeout`, and the worker is killed and replaced;
+   goes to math-verify in a worker process under a hard budget (`timeout_s`, default 5 s: a check
+   that takes 0.5 s alone takes several on a loaded machine, and a correct answer that times out
+   scores 0); overrun → reward 0, flag `timeout`, and the worker is killed and replaced; an
+   inequality against an interval (`x > 3` vs `(3, \\infty)`) is compared in-process;
 4. verdicts are cached on (normalised answer, reference), and `score_batch` dedupes identical
    responses of a group, so a group of G equal answers costs one check.
 
@@ -31,7 +33,8 @@ from typing import Any, Sequence
 from rlvr.types import Problem, Score
 from rlvr.verifiers.math_extract import (POLICIES, boxed_contents, extract_candidates, is_hedge,
                                          split_parts)
-from rlvr.verifiers.math_forms import as_list, decimal_comma, expand_pm, last_side
+from rlvr.verifiers.math_forms import (as_interval, as_list, decimal_comma, drop_remark, expand_pm,
+                                       one_value)
 from rlvr.verifiers.math_fast import (Number, fast_equal, normalize, number_vs_shape,
                                       numbers_equal, same_when_rounded, to_number)
 from rlvr.verifiers.workers import WorkerPool
@@ -42,7 +45,8 @@ _MAX_CANDIDATES = 20
 # set-up (hundreds of ms) is not charged to the budget of a real check. Kept short: a worker
 # killed on overrun is replaced with the same warm-up, and the pool is one worker short meanwhile.
 _WARMUP = tuple((f"{_SYMBOLIC}:symbolic_equal", pair) for pair in (
-    ("3\\sqrt{2}", "\\sqrt{18}"), ("\\{1,2\\}", "(1, 2]")))
+    ("3\\sqrt{2}", "\\sqrt{18}"), ("\\{1,2\\}", "(1, 2]"), ("y = 2x - 3", "y=2x+3"),
+    ("x > a", "(a, \\infty)"), ("(3, \\frac{\\pi}{2})", "\\left(3, \\frac{\\pi}{2}\\right)")))
 
 
 class _Plan:
@@ -58,7 +62,7 @@ class _Plan:
 class MathVerifier:
     name = "math"
 
-    def __init__(self, *, extract: str = "auto", timeout_s: float = 2.0, workers: int = 2,
+    def __init__(self, *, extract: str = "auto", timeout_s: float = 5.0, workers: int = 2,
                  cache_size: int = 100_000, max_answer_chars: int = 1000):
         if extract not in POLICIES:
             raise ValueError(f"extract must be one of {', '.join(POLICIES)}, got {extract!r}")
@@ -108,14 +112,15 @@ class MathVerifier:
         candidates, source = extract_candidates(response, policy)
         if not candidates:
             return _Plan(Score(0.0, False, ("no_answer",), details=_details(t0, source, "none")))
-        ref, candidates = expand_pm(ref), [expand_pm(c) for c in candidates]  # a ± is two values
+        candidates = list(dict.fromkeys(candidates))[:_MAX_CANDIDATES + 1]  # more are a hedge anyway
+        ref, candidates = expand_pm(ref), [expand_pm(drop_remark(c)) for c in candidates]
         single = _single_valued(ref)
         if single and any(is_hedge(c) for c in candidates) and not is_hedge(ref):
             return _Plan(Score(0.0, False, ("multiple_answers",), " | ".join(candidates),
                                _details(t0, source, "strict")))
         if single:
             ref = decimal_comma(ref)
-            candidates = [last_side(decimal_comma(c), ref) for c in candidates]
+            candidates = [one_value(c, ref) for c in candidates]
         answers = _distinct(candidates, single)
         extracted = " | ".join(answers)
         if len(answers) > 1:
@@ -126,7 +131,7 @@ class MathVerifier:
             answer, ref = as_list(answer), as_list(ref)
         if len(answer) > self.max_answer_chars:
             return _Plan(Score(0.0, False, ("too_long",), answer[:200], _details(t0, source, "strict")))
-        verdict = fast_equal(answer, ref)
+        verdict = fast_equal(*_as_intervals(answer, ref))
         if verdict is None:
             verdict = self._number_vs_value(answer, ref)
         if verdict is None:
@@ -229,6 +234,16 @@ def _single_valued(ref: str) -> bool:
         return False
     parts = split_parts(ref)  # thousands separators are gone from these
     return len(parts) <= 1 and "," not in (parts[0] if parts else "")
+
+
+def _as_intervals(answer: str, ref: str) -> tuple[str, str]:
+    """An inequality against an interval (`x > 3` vs `(3, \\infty)`) as two intervals, which the fast
+    path compares exactly; sympy's relational solver takes a second or more on a loaded machine."""
+    if ref.lstrip()[:1] in "([" and (interval := as_interval(answer)):
+        return interval, ref
+    if answer.lstrip()[:1] in "([" and (interval := as_interval(ref)):
+        return answer, interval
+    return answer, ref
 
 
 def _details(t0: float, source: str, path: str) -> dict[str, Any]:

@@ -149,6 +149,8 @@ def _phrase_candidates(region: str) -> list[str]:
         return boxes
     # A sentence ends at ". " followed by a capital letter; decimals keep their point.
     line = re.split(r"\.\s+(?=[A-Z])", line, maxsplit=1)[0]
+    if line.count("**") == 1:  # "answer is **(B)**.": the opening ** went with the phrase
+        line = re.sub(r"\*\*\s*\.?\s*$", "", line)
     return [strip_delimiters(line)]
 
 

@@ -8,7 +8,12 @@ and math-verify see what a human grader would read (issue 17):
                    where a comma between values would be a second answer anyway);
 - `last_side`:     "x = 5+5+1 = 7 = 11" → "x = 11" (the last side of a chain is the claim);
 - `text_key`:      "$Even$", "\\text{Even}", "(C)" → "even", "c" for word answers;
-- `expand_pm`:     "\\frac{3 \\pm \\sqrt{5}}{2}" → the two values it stands for, as a list.
+- `expand_pm`:     "\\frac{3 \\pm \\sqrt{5}}{2}" → the two values it stands for, as a list;
+- `as_interval`:   "-2 < x \\le 5" → "(-2, 5]";
+- `drop_remark`:   "7 \\text{ (since } 2+5=7)" → "7": an explanation, not a second value (a remark
+                   with a hedge word, "5 (or 6)", "5 (possibly 6)", is kept and stays a hedge);
+- `one_value`:     against a one-value reference, "2 \\pmod{7}" → "2" and, where the reference is an
+                   option letter, "\\textbf{(B) } 12" → "(B)".
 
 Nothing here decides equality; `text_key` only names the word an answer is, or None.
 """
@@ -27,6 +32,9 @@ _TEXT = re.compile(r"\\(?:text|textbf|textit|mathrm|mbox|textnormal|mathbf)\s*\{
 def as_list(answer: str) -> str:
     """The top-level parts of a multi-valued answer joined by ", "; a variable every part assigns
     (`p=-1 and p=\\frac{15}{8}`) is dropped, since the values are the answer."""
+    wrapped = _TEXT.fullmatch(answer.strip())  # `\text{A, C}`: a list written as text
+    if wrapped and "," in wrapped.group(1):
+        answer = wrapped.group(1)
     parts = [re.sub(r"(?<!\.)\.$", "", p).strip() for p in split_parts(answer)]
     parts = [p for p in parts if p]
     if len(parts) < 2:
@@ -99,3 +107,77 @@ def expand_pm(answer: str) -> str:
     plus = _PLUS_MINUS.sub(lambda m: "+" if m.group(1) == "pm" else "-", answer)
     minus = _PLUS_MINUS.sub(lambda m: "-" if m.group(1) == "pm" else "+", answer)
     return f"{plus}, {minus}"
+
+
+_RELATIONS = (("\\leqslant", "<="), ("\\geqslant", ">="), ("\\leq", "<="), ("\\geq", ">="),
+              ("\\le", "<="), ("\\ge", ">="), ("\\lt", "<"), ("\\gt", ">"), ("≤", "<="), ("≥", ">="))
+_RELATION = re.compile(r"(<=|>=|<|>)")
+_FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
+
+
+def as_interval(answer: str) -> str | None:
+    """`x > 3` → `(3, \\\\infty)`, `-2 < x \\\\le 5` → `(-2, 5]`, `x \\\\in [0, 1)` → `[0, 1)`: a
+    one-variable inequality with number bounds as the interval it describes, or None."""
+    s = answer.strip()
+    m = re.fullmatch(r"[A-Za-z]\s*\\in\s*([(\[].*[)\]])", s)
+    if m:
+        return m.group(1)
+    for old, new in _RELATIONS:
+        s = re.sub(re.escape(old) + r"(?![A-Za-z])", new, s)
+    tokens = [t.strip() for t in _RELATION.split(s)]
+    if len(tokens) == 3 and re.fullmatch(r"[A-Za-z]", tokens[2]):  # 3 < x reads x > 3
+        tokens = [tokens[2], _FLIP[tokens[1]], tokens[0]]
+    if len(tokens) == 3 and re.fullmatch(r"[A-Za-z]", tokens[0]):
+        op, bound = tokens[1], tokens[2]
+        if op in (">", ">="):
+            return f"{'(' if op == '>' else '['}{bound}, \\infty)"
+        return f"(-\\infty, {bound}{')' if op == '<' else ']'}"
+    if len(tokens) == 5 and re.fullmatch(r"[A-Za-z]", tokens[2]):
+        lo_op, hi_op = tokens[1], tokens[3]
+        if lo_op[0] == ">" and hi_op[0] == ">":  # 5 > x > -2 reads -2 < x < 5
+            tokens = [tokens[4], _FLIP[hi_op], tokens[2], _FLIP[lo_op], tokens[0]]
+            lo_op, hi_op = tokens[1], tokens[3]
+        if lo_op[0] == "<" and hi_op[0] == "<":
+            return f"{'(' if lo_op == '<' else '['}{tokens[0]}, {tokens[4]}{')' if hi_op == '<' else ']'}"
+    return None
+
+
+_EXPLAINS = re.compile(r"(?:since|because|as|attained|achieved|reached|obtained|occurs|occurring|"
+                       r"where|at\s+[A-Za-z]\s*=)(?![A-Za-z])", re.IGNORECASE)
+_HEDGE_WORDS = re.compile(r"(?<![A-Za-z])(?:or|either|otherwise|alternatively|maybe|possibly|perhaps|"
+                          r"if|unless|depending|likely|might|could|else|i\.e|approx)(?![A-Za-z])|\\approx",
+                          re.IGNORECASE)
+
+
+def drop_remark(answer: str) -> str:
+    """`7 \\text{ (since } 2+5=7)`, `-4 \\text{ (attained at } x = 2)` → the value before the remark.
+    Only a closing parenthetical that starts with an explaining word and holds no hedge word."""
+    plain = answer
+    for _ in range(3):
+        plain = _TEXT.sub(r" \1 ", plain)
+    at = plain.find("(")
+    inner = plain[at + 1:].rstrip().rstrip("}").rstrip()
+    if at <= 0 or not inner.endswith(")") or not _EXPLAINS.match(inner.lstrip()):
+        return answer
+    if _HEDGE_WORDS.search(inner) or "(" in inner[:-1] and ")" not in inner[:-1]:
+        return answer
+    head = re.sub(r"(?:\\[;,:! ]|\\q?quad|~|\s)+$", "", plain[:at])
+    return head.strip() or answer
+
+
+_MODULUS = re.compile(r"\s*(?:\\pmod\s*\{?\s*\w+\s*\}?|\(\s*\\b?mod\s*\{?\s*\w+\s*\}?\s*\))\s*$")
+_OPTION = re.compile(r"(?:\\text(?:bf)?\s*\{\s*)?\(([A-Ea-e])\)\s*\}?(.*)", re.DOTALL)
+
+
+def one_value(answer: str, reference: str) -> str:
+    """The spelling of `answer` to compare with a one-value reference: decimal commas read, a chain
+    cut to its last side, a residue's modulus dropped (`2 \\pmod{7}` for 2) and, when the reference
+    is an option letter, an answer that starts with one option label read as that label."""
+    answer = last_side(decimal_comma(answer), reference)
+    if "mod" not in reference:
+        answer = _MODULUS.sub("", answer) or answer
+    ref_word = text_key(reference)
+    option = _OPTION.fullmatch(answer.strip())
+    if ref_word and len(ref_word) == 1 and option and not re.search(r"\([A-Ea-e]\)", option.group(2)):
+        return f"({option.group(1)})"
+    return answer

@@ -27,6 +27,7 @@ MATH = re.compile(
     r"|(?<![\\$])\$(?:(?![\s$])((?:\\.|[^$\\])+?)(?<!\s)|(\s(?:\\.|[^$\\])+?\s))\$(?!\d)"
     r"|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
 _NUM = re.compile(r"(?<![\w.^_])-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?(?:\s*%)?")
+_OPTION = re.compile(r"(?<![\w\\])\(([A-E])\)(?!\w)")  # "The correct option is (B)."
 _CURRENCY = re.compile(r"(?:US)?\\?\$(?=\s?\d)")
 # What may stand between two boxes of one answer: spacing, math delimiters, commas, "and", and
 # the name the next box assigns (`$x = \boxed{2}$, $y = \boxed{3}$`).
@@ -62,9 +63,9 @@ def last_box_run(region: str) -> tuple[list[str], bool]:
 
 
 def closing_sentence(region: str) -> str:
-    """The last sentence of the region that holds a number or math (trailing remarks such as
-    "I hope it is correct." or a stray chat token are skipped). Math stays whole; a dollar sign
-    before a number outside math is currency and reads as "USD"."""
+    """The last sentence of the region that holds a number, math or an option label `(B)`
+    (trailing remarks such as "I hope it is correct." or a stray chat token are skipped). Math
+    stays whole; a dollar sign before a number outside math is currency and reads as "USD"."""
     maths: list[str] = []
 
     def hold(m: re.Match) -> str:
@@ -74,7 +75,7 @@ def closing_sentence(region: str) -> str:
     held = _CURRENCY.sub("USD ", MATH.sub(hold, region[-4000:]))
     sentences = re.split(r"(?<=[.!?])\s+|\n+", held)
     for sentence in reversed(sentences):
-        if re.search(r"\x00|\d", sentence):
+        if re.search(r"\x00|\d", sentence) or _OPTION.search(sentence):
             return re.sub(r"\x00(\d+)\x00", lambda m: maths[int(m.group(1))], sentence)
     return ""
 
@@ -91,6 +92,8 @@ def sentence_items(sentence: str) -> list[str]:
     outside = MATH.sub(lambda m: " " * len(m.group(0)), sentence)
     for m in _NUM.finditer(outside):
         items.append((m.start(), m.end(), m.group(0).strip()))
+    for m in _OPTION.finditer(outside):
+        items.append((m.start(), m.end(), m.group(0)))
     items.sort()
     if not items:
         return []
