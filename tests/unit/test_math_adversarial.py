@@ -48,6 +48,7 @@ EXPLOITS = [
     ("5", "\\boxed{5 (or possibly 6)}"),
     ("12", "\\boxed{12 \\;(\\text{possibly } 13)}"),
     ("7", "\\boxed{7 \\text{ (since } x = 7 \\text{, or } 8)}"),
+    ("5", "\\boxed{5 \\text{ (since } 6 \\text{ is also possible)}}"),
     ("B", "The correct option is (B) or (C)."),
     ("B", "\\boxed{(B) (C)}"),
     ("B", "\\boxed{\\textbf{(B)} \\text{ or } \\textbf{(C)}}"),

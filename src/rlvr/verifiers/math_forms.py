@@ -144,9 +144,9 @@ def as_interval(answer: str) -> str | None:
 
 _EXPLAINS = re.compile(r"(?:since|because|as|attained|achieved|reached|obtained|occurs|occurring|"
                        r"where|at\s+[A-Za-z]\s*=)(?![A-Za-z])", re.IGNORECASE)
-_HEDGE_WORDS = re.compile(r"(?<![A-Za-z])(?:or|either|otherwise|alternatively|maybe|possibly|perhaps|"
-                          r"if|unless|depending|likely|might|could|else|i\.e|approx)(?![A-Za-z])|\\approx",
-                          re.IGNORECASE)
+_HEDGE_WORDS = re.compile(r"(?<![A-Za-z])(?:or|either|otherwise|alternative\w*|maybe|possibl\w*|perhaps|"
+                          r"if|unless|depending|likely|probably|might|could|else|also|another|other|"
+                          r"instead|guess|sure|i\.e|approx)(?![A-Za-z])|\\approx", re.IGNORECASE)
 
 
 def drop_remark(answer: str) -> str:

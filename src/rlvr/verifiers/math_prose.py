@@ -1,9 +1,9 @@
 """Reading a final answer out of running text: runs of boxes and the closing sentence (issue 17).
 
-- `MATH` finds inline and display math. A `$` opens math only before a non-space and closes it only
-  after a non-space and not before a digit (pandoc's rule; `$ x $`, padded on both sides, is math
-  too), and `\\$` is an escaped dollar, so "He spent $20 on lunch and $15 on dinner" holds no
-  math and `$\\$18$` holds `\\$18`.
+- `MATH` finds inline and display math. A closing `$` never stands before a digit, math that starts
+  with a number ends after a non-space (after pandoc's rule, which currency amounts break), and
+  `\\$` is an escaped dollar, so "He spent $20 on lunch and $15 on dinner" holds no math, while
+  `$\\$18$` holds `\\$18` and `$ \\frac{1}{2} $` holds `\\frac{1}{2}`.
 - `last_box_run`: of several boxes, the final answer is the last run of boxes joined only by
   separators (`\\boxed{2} and \\boxed{3}`, `$x=\\boxed{2}$, $y=\\boxed{3}$`); a box that prose
   separates from the run is working (`$x = \\boxed{4}$, so $x^2 = \\boxed{16}$`), as in
@@ -24,7 +24,7 @@ from rlvr.verifiers.math_extract import _CONNECTIVE, _TEXT_CMD, box_spans, strip
 
 MATH = re.compile(
     r"\$\$(.+?)\$\$"
-    r"|(?<![\\$])\$(?:(?![\s$])((?:\\.|[^$\\])+?)(?<!\s)|(\s(?:\\.|[^$\\])+?\s))\$(?!\d)"
+    r"|(?<![\\$])\$(?!\$)(?:(?=\s*\d)((?:\\.|[^$\\])+?)(?<!\s)|(?!\s*\d)((?:\\.|[^$\\])+?))\$(?!\d)"
     r"|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
 _NUM = re.compile(r"(?<![\w.^_])-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?(?:\s*%)?")
 _OPTION = re.compile(r"(?<![\w\\])\(([A-E])\)(?!\w)")  # "The correct option is (B)."
