@@ -34,6 +34,8 @@ CASES = [
     ("last_sentence", "15", "We found $a = 7$ and $b = 8$. So $a + b = 7 + 8 = 15$.", 1),
     ("last_sentence", "6, 8", "Factoring, $(x-6)(x-8) = 0$. The solutions are $x = 6$ and $x = 8$.", 1),
     ("last_sentence", "1, 5", "The quadratic has discriminant $16$. The roots are $x = 1$ and $x = 5$.", 1),
+    ("last_sentence", "10", "If we add 4 and 6, we get 10.", 1),
+    ("last_sentence", "10", "When $x = 2$, we get $y = 10$.", 1),
     ("last_sentence", "11", "We have $a=2$. So the total is 10.", 0),
     # 4. several boxes: the last run of boxes counts; a connective between them is a hedge
     ("last_box", "14", "So $x = \\boxed{7}$. Then $y = 2x = 14$, and the question asks for $y$. "

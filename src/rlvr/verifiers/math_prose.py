@@ -7,8 +7,8 @@
 - `last_box_run`: of several boxes, the final answer is the last run of boxes joined only by
   separators (`\\boxed{2} and \\boxed{3}`, `$x=\\boxed{2}$, $y=\\boxed{3}$`); a box that prose
   separates from the run is working (`$x = \\boxed{4}$, so $x^2 = \\boxed{16}$`), as in
-  math-verify. A connective ("or", "otherwise", "maybe") between two different boxes anywhere in
-  the region is a hedge.
+  math-verify. A connective or condition ("or", "otherwise", "maybe", "if", "else") between two
+  different boxes anywhere in the region is a hedge.
 - `closing_sentence` / `sentence_items`: with no box, tag or answer phrase, the last sentence that
   holds a number or math, and the answer values in it.
 
@@ -35,6 +35,14 @@ _JOIN = re.compile(
     r"(?:\s|\$|[,;&]|\\[\[\]()]|\\\\|\\q?quad(?![A-Za-z])|\\[,;! ]|and(?![A-Za-z])|"
     r"\\text\{\s*and\s*\}|[A-Za-z](?:_\{?\w+\}?)?(?:\^\{?\w+\}?)?\s*=)*")
 _MAX_JOIN_CHARS = 200
+# Between two different values, a condition offers both: "\boxed{5} if ..., else \boxed{6}".
+_CONDITIONAL = re.compile(r"(?<![A-Za-z\\])(?:if|else|unless|whereas|depending|instead|when|whether|"
+                          r"might|could|also)(?![A-Za-z])", re.IGNORECASE)
+
+
+def _offers_both(gap: str) -> bool:
+    plain = _TEXT_CMD.sub(r" \1 ", gap)
+    return bool(_CONNECTIVE.search(plain) or _CONDITIONAL.search(plain))
 
 
 def math_bodies(text: str) -> list[tuple[int, int, str]]:
@@ -53,7 +61,7 @@ def last_box_run(region: str) -> tuple[list[str], bool]:
     hedged = False
     for (_, end, before), (start, _, content) in zip(spans, spans[1:]):
         gap = region[end:start]
-        if before != content and _CONNECTIVE.search(_TEXT_CMD.sub(r" \1 ", gap)):
+        if before != content and _offers_both(gap):
             hedged = True
         if len(gap) <= _MAX_JOIN_CHARS and _JOIN.fullmatch(gap):
             run.append(content)
@@ -99,6 +107,8 @@ def sentence_items(sentence: str) -> list[str]:
         return []
     if len(items) > 1 and _CONNECTIVE.search(_TEXT_CMD.sub(r" \1 ", outside)):
         return [body for _, _, body in items]  # "5, or maybe 6": every value is offered
+    if any(_offers_both(sentence[a[1]:b[0]]) for a, b in zip(items, items[1:]) if a[2] != b[2]):
+        return [body for _, _, body in items]  # "5 if we count the ends, else 6"
     run = [items[-1]]
     for item in reversed(items[:-1]):
         gap = sentence[item[1]:run[0][0]]
