@@ -25,12 +25,44 @@ def say(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
+def built_once(path: Path, build: Callable[[], Path]) -> Path:
+    """`path` if it holds a saved model, else build it; while another process holds the
+    `.building` lock next to it (it is building the same thing), wait for that one instead.
+    Lets seeds of one experiment run as parallel processes that share one cold start."""
+    import os
+
+    lock = path.parent / f".{path.name}.building"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while not (path / "config.json").is_file():
+        try:   # O_EXCL: of processes starting together, exactly one takes the lock
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            try:
+                os.kill(int(lock.read_text() or 0) or os.getpid(), 0)
+            except (OSError, ValueError):   # that builder died: drop its lock and try again
+                lock.unlink(missing_ok=True)
+                continue
+            time.sleep(20)
+            continue
+        os.write(fd, str(os.getpid()).encode())
+        os.close(fd)
+        try:
+            return build()
+        finally:
+            lock.unlink(missing_ok=True)
+    return path
+
+
 def cold_start(name: str, task, stop_accuracy: float, seed: int = 0, max_new_tokens: int = 48,
                min_steps: int = 100) -> Path:
     """SFT on `task.trace` until a held-out subset reaches `stop_accuracy`; cached by name."""
     out = ROOT / f"sft-{name}"
-    if (out / "sft" / "config.json").is_file():
-        return out / "sft"
+    return built_once(out / "sft", lambda: _cold_start(out, name, task, stop_accuracy, seed,
+                                                       max_new_tokens, min_steps))
+
+
+def _cold_start(out: Path, name: str, task, stop_accuracy: float, seed: int, max_new_tokens: int,
+                min_steps: int) -> Path:
     from rlvr.evaluation.metrics import greedy_accuracy
     from rlvr.models.policy import load_policy
     from rlvr.rollout.hf import HFEngine

@@ -182,3 +182,23 @@ def test_read_jsonl_skips_bad_lines(tmp_path):
 def test_missing_run_dir_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="not found"):
         write_report(tmp_path / "nope")
+
+
+def test_an_experiment_directory_shows_its_verdict_and_figures(tmp_path):
+    exp = tmp_path / "distill_vs_rl"
+    (exp / "grpo_s0").mkdir(parents=True)          # arms live in subdirectories
+    (exp / "verdict.md").write_text("# Distillation vs RL\n\nVerdict: grpo wins " + XSS + "\n")
+    fig = matplotlib.figure.Figure(figsize=(2, 2))
+    fig.add_subplot().plot([1, 2], [3, 4])
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    (exp / "curves.png").write_bytes(buf.getvalue())
+    page = write_report(exp).read_text()
+    assert 'id="experiment"' in page and "Verdict: grpo wins" in page
+    assert XSS not in page and "&lt;script&gt;" in page
+    assert buf.getvalue() in _check_self_contained(page)
+    assert "curves.png" in page
+
+
+def test_a_training_run_has_no_experiment_section(full_page):
+    assert 'id="experiment"' not in full_page

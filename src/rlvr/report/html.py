@@ -1,7 +1,9 @@
 """`write_report(run_dir)`: one self-contained HTML page with the charts of a training run.
 
 Reads what the loop writes into RUN_DIR — metrics.jsonl (step, eval and event lines),
-transcripts.jsonl, summary.json, eval/eval.json and eval/*.png — and writes RUN_DIR/report.html.
+transcripts.jsonl, summary.json, eval/eval.json and eval/*.png — and what an experiment
+(`experiments/`) writes into its directory — verdict.md and *.png such as curves.png — and writes
+RUN_DIR/report.html.
 Guaranteed: the page loads nothing from outside itself (images are base64 data URIs, CSS is
 inline, there is no JavaScript); every text from the run is HTML-escaped; missing files, missing
 keys, a handful of lines, malformed lines and NaN/inf/null values give a report, not a crash
@@ -71,6 +73,8 @@ class RunData:
     summary: dict[str, Any] | None
     eval_json: dict[str, Any] | None
     eval_pngs: list[tuple[str, bytes]]
+    verdict: str | None = None                              # an experiment's verdict.md
+    figures: list[tuple[str, bytes]] | None = None          # its top-level *.png (curves.png)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -97,19 +101,25 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def _pngs(folder: Path) -> list[tuple[str, bytes]]:
+    """(name, bytes) of folder/*.png; files over EMBED_LIMIT get empty bytes (listed, not embedded)."""
+    return [(p.name, p.read_bytes() if p.stat().st_size <= EMBED_LIMIT else b"")
+            for p in sorted(folder.glob("*.png")) if p.is_file()]
+
+
 def load_run(run_dir: Path) -> RunData:
     lines = read_jsonl(run_dir / "metrics.jsonl")
-    pngs = []
-    for p in sorted((run_dir / "eval").glob("*.png")):
-        data = p.read_bytes() if p.stat().st_size <= EMBED_LIMIT else b""
-        pngs.append((p.name, data))
+    verdict = run_dir / "verdict.md"
     return RunData(name=run_dir.resolve().name,
                    records=[r for r in lines if "event" not in r],
                    events=[r for r in lines if "event" in r],
                    transcripts=read_jsonl(run_dir / "transcripts.jsonl"),
                    summary=_read_json(run_dir / "summary.json"),
                    eval_json=_read_json(run_dir / "eval" / "eval.json"),
-                   eval_pngs=pngs)
+                   eval_pngs=_pngs(run_dir / "eval"),
+                   verdict=verdict.read_text(encoding="utf-8", errors="replace")
+                   if verdict.is_file() else None,
+                   figures=_pngs(run_dir))
 
 
 def finite(value: Any) -> float | None:
@@ -275,6 +285,16 @@ def other_section(data: RunData) -> str:
     return body
 
 
+def _figures(pngs: Sequence[tuple[str, bytes]], prefix: str) -> str:
+    body = ""
+    for name, png in pngs:
+        if png.startswith(PNG_MAGIC):
+            body += f"<figure>{_img(png, name)}<figcaption>{_esc(name)}</figcaption></figure>"
+        else:
+            body += _note(f"{prefix}{name} was not embedded (not a PNG, or larger than 8 MiB).")
+    return body
+
+
 def eval_section(data: RunData) -> str:
     if data.eval_json is None and not data.eval_pngs:
         return _note("No eval/eval.json or eval/*.png in this run directory.")
@@ -283,12 +303,15 @@ def eval_section(data: RunData) -> str:
         rows = [(k, v) for k, v in _flatten(data.eval_json)
                 if finite(v) is not None or v is None]
         body += _table(["metric", "value"], rows) if rows else _note("eval.json has no numbers.")
-    for name, png in data.eval_pngs:
-        if png.startswith(PNG_MAGIC):
-            body += f"<figure>{_img(png, name)}<figcaption>{_esc(name)}</figcaption></figure>"
-        else:
-            body += _note(f"eval/{name} was not embedded (not a PNG, or larger than 8 MiB).")
-    return body
+    return body + _figures(data.eval_pngs, "eval/")
+
+
+def experiment_section(data: RunData) -> str:
+    """An experiment directory's verdict (as escaped text) and its figures."""
+    if data.verdict is None and not data.figures:
+        return _note("No verdict.md or *.png in this directory (not an experiment's run directory).")
+    body = f'<pre class="verdict">{_esc(data.verdict)}</pre>' if data.verdict is not None else ""
+    return body + _figures(data.figures or [], "")
 
 
 def _clip(text: Any) -> str:
@@ -335,6 +358,7 @@ def _chart(anchor: str) -> tuple[str, str, Callable[[RunData], str]]:
 
 
 SECTIONS: list[tuple[str, str, Callable[[RunData], str]]] = [
+    ("experiment", "Experiment verdict and figures", experiment_section),
     _chart("reward"), _chart("zero-std"), _chart("length"), _chart("entropy"), _chart("kl"),
     _chart("clip"),
     ("pass-rates", "Per-group pass rates", pass_rate_section),
@@ -366,7 +390,9 @@ padding:.5em;margin:.4em 0;max-height:24em;overflow:auto}pre.prompt{background:#
 
 
 def render(data: RunData) -> str:
-    parts = [(anchor, title, _body(build, data)) for anchor, title, build in SECTIONS]
+    # the experiment section only appears for an experiment's directory
+    parts = [(anchor, title, _body(build, data)) for anchor, title, build in SECTIONS
+             if anchor != "experiment" or data.verdict is not None or data.figures]
     nav = " ".join(f'<a href="#{a}">{_esc(t)}</a>' for a, t, _ in parts)
     body = "".join(f'<section id="{a}"><h2>{_esc(t)}</h2>{b}</section>' for a, t, b in parts)
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'

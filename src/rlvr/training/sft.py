@@ -79,13 +79,17 @@ def jsonl_pairs(path: str | Path, tokenizer, batch_size: int, seed: int) -> Iter
 
 
 def distill_pairs(teacher_engine, tokenizer, problems: Sequence[Problem], verifiers: dict, k: int,
-                  params) -> list[Pair]:
-    """Rejection sampling: k teacher samples per problem, keep those the verifier passes."""
+                  params, stats: dict | None = None) -> list[Pair]:
+    """Rejection sampling: k teacher samples per problem, keep those the verifier passes.
+    `stats`, when given, receives what the teacher generated (kept or not): samples and tokens."""
     from rlvr.evaluation.metrics import score_groups
 
     groups = teacher_engine.generate(problems, k, params, seed=0)
     score_groups(groups, verifiers)
     pairs = []
+    if stats is not None:   # the cost of distillation includes the rejected samples
+        stats["samples"] = sum(len(g.completions) for g in groups)
+        stats["completion_tokens"] = sum(len(c.token_ids) for g in groups for c in g.completions)
     for g in groups:
         for c in g.completions:
             if c.score.correct:
