@@ -108,7 +108,8 @@ def prepare() -> tuple[Path, Path, dict[str, Path]]:
     return sft, heldout, pools
 
 
-def main(steps: int = 30, seeds: tuple[int, ...] = (0, 1), arms: tuple[str, ...] = ("arith_only", "mix")) -> None:
+def main(steps: int = 30, seeds: tuple[int, ...] = (0, 1), arms: tuple[str, ...] = ("arith_only", "mix"),
+         verdict_only: bool = False) -> None:
     """Run the given (arm, seed) pairs, saving each to ROOT/NAME/done/; then write the verdict
     over every pair saved so far (so arms run as parallel processes merge into one verdict)."""
     import json
@@ -121,7 +122,7 @@ def main(steps: int = 30, seeds: tuple[int, ...] = (0, 1), arms: tuple[str, ...]
         start_file.write_text(json.dumps(start_accuracy(sft, heldout)))
     start = json.loads(start_file.read_text())
     say(f"cold start: {start}")
-    for seed in seeds:
+    for seed in () if verdict_only else seeds:
         for arm in arms:
             t0 = time.perf_counter()
             recs = run_arm(NAME, f"{arm}_s{seed}", [f"model.path={sft}", f"data.train_path={pools[arm]}",
@@ -131,16 +132,17 @@ def main(steps: int = 30, seeds: tuple[int, ...] = (0, 1), arms: tuple[str, ...]
             (ROOT / NAME / "done" / f"{arm}_s{seed}.json").write_text(json.dumps(
                 {"arm": arm, "seed": seed, "steps": steps, "curve": pts,
                  "wall_seconds": round(time.perf_counter() - t0, 1)}))
-    runs = {}
+    runs, walls = {}, {}
     for f in sorted((ROOT / NAME / "done").glob("*_s*.json")):
         r = json.loads(f.read_text())
-        if r["steps"] == steps:
+        if r.get("arm") and r["steps"] == steps:      # not cold_start.json
             runs[(r["arm"], r["seed"])] = [(s, a) for s, a in r["curve"]]
-    verdict(runs, start, steps, sorted({s for _, s in runs}))
+            walls[f"{r['arm']}_s{r['seed']}"] = r["wall_seconds"]
+    verdict(runs, start, steps, sorted({s for _, s in runs}), walls)
 
 
-def verdict(runs, start: dict[str, float], steps: int, seeds) -> None:
-    res = {"steps": steps, "seeds": list(seeds), "cold_start": start, "arms": {}}
+def verdict(runs, start: dict[str, float], steps: int, seeds, walls: dict[str, float]) -> None:
+    res = {"steps": steps, "seeds": list(seeds), "cold_start": start, "arms": {}, "arm_wall_seconds": walls}
     lines = [f"# Narrow gains ({steps} GRPO steps per arm, 8 prompts x G=16, seeds {list(seeds)}; "
              f"cold start: arithmetic {start['arithmetic']:.0%}, sorting {start['digit_sort']:.0%} "
              "on 100 + 100 held-out problems)", ""]
@@ -161,6 +163,8 @@ def verdict(runs, start: dict[str, float], steps: int, seeds) -> None:
         lines += ["", "Verdict: not yet (both arms are needed; the other arm's process rewrites this)."]
     else:
         lines += _claim(mean, spread)
+    lines += ["", "Wall seconds per arm (one process each, run in parallel on the loaded machine): "
+              + ", ".join(f"{a} {w:.0f} s" for a, w in sorted(walls.items())) + "."]
 
     def plot(path):
         panels = []
@@ -195,5 +199,6 @@ if __name__ == "__main__":
     parser.add_argument("steps", nargs="?", type=int, default=30)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--arms", nargs="+", default=["arith_only", "mix"], choices=["arith_only", "mix"])
+    parser.add_argument("--verdict-only", action="store_true", help="rewrite the verdict from saved arms")
     args = parser.parse_args()
-    main(args.steps, tuple(args.seeds), tuple(args.arms))
+    main(args.steps, tuple(args.seeds), tuple(args.arms), args.verdict_only)
