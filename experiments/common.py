@@ -94,16 +94,21 @@ def draw(rng: random.Random, digits: int, n: int, ops: str = "+", split: str = "
 
 
 def write_problems(path: Path, problems: Sequence[Problem], verifier: str = "arithmetic") -> Path:
-    """JSONL rows `data.load_problems` reads; duplicates (same id) are dropped, order kept."""
+    """JSONL rows `data.load_problems` reads; duplicates (same id) are dropped, order kept.
+    Written to a temporary file and renamed, so parallel arms never read a half-written one."""
+    import os
+
     path.parent.mkdir(parents=True, exist_ok=True)
     seen: set[str] = set()
-    with path.open("w") as f:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    with tmp.open("w") as f:
         for p in problems:
             if p.id in seen:
                 continue
             seen.add(p.id)
             f.write(json.dumps({"id": p.id, "prompt": p.prompt, "reference": p.reference,
                                 "verifier": verifier}) + "\n")
+    os.replace(tmp, path)
     return path
 
 

@@ -93,19 +93,27 @@ def prepare() -> tuple[Path, Path, dict[str, Path]]:
     """The cold start, the 100 + 100 held-out file and the two training pools (deterministic)."""
     sft = two_skill_cold_start()
     d = ROOT / NAME / "data"
-    heldout = write_problems(d / "heldout.jsonl", ArithmeticTask(3, "+").heldout(100), "arithmetic")
-    with heldout.open("a") as f:   # second skill appended: one file, two verifiers
-        f.write(write_problems(d / "heldout_sort.jsonl", DigitSortTask().heldout(100), "digit_sort")
-                .read_text())
     rng = random.Random("narrow")
     add = ArithmeticTask(3, "+").sample(rng, 2000)
     srt = DigitSortTask().sample(rng, 1000)
+    heldout = _concat(d / "heldout.jsonl",
+                      write_problems(d / "heldout_arith.jsonl", ArithmeticTask(3, "+").heldout(100)),
+                      write_problems(d / "heldout_sort.jsonl", DigitSortTask().heldout(100), "digit_sort"))
     pools = {"arith_only": write_problems(d / "train_arith.jsonl", add, "arithmetic"),
-             "mix": d / "train_mix.jsonl"}
-    write_problems(d / "mix_a.jsonl", add[:1000], "arithmetic")
-    write_problems(d / "mix_s.jsonl", srt, "digit_sort")
-    pools["mix"].write_text((d / "mix_a.jsonl").read_text() + (d / "mix_s.jsonl").read_text())
+             "mix": _concat(d / "train_mix.jsonl", write_problems(d / "mix_a.jsonl", add[:1000]),
+                            write_problems(d / "mix_s.jsonl", srt, "digit_sort"))}
     return sft, heldout, pools
+
+
+def _concat(out: Path, *parts: Path) -> Path:
+    """out = the parts one after the other, replaced atomically: arms running as parallel
+    processes all prepare the same files, and none may read one half-written."""
+    import os
+
+    tmp = out.with_name(f".{out.name}.{os.getpid()}")
+    tmp.write_text("".join(p.read_text() for p in parts))
+    os.replace(tmp, out)
+    return out
 
 
 def main(steps: int = 30, seeds: tuple[int, ...] = (0, 1), arms: tuple[str, ...] = ("arith_only", "mix"),
