@@ -7,7 +7,7 @@ The student is the built-in tiny model (1.05M parameters) from the shared weak S
   grpo     GRPO on the student alone for `steps` steps (8 prompts x G=16); B is what it spent.
   distill  the teacher (experiments/teacher.py: 2.3M parameters, SFT by rlvr to >= 85 %) samples
            k completions for each of `problems` training problems at temperature 1; the strict
-           verifier keeps the correct ones; the student is fine-tuned on them (SFT, lr 1e-3) for as
+           verifier keeps the correct ones; the student is fine-tuned on them (SFT, lr 1e-3 or --sft-lr) for as
            many steps as the rest of B pays for.
   distill_grpo  the distill arm's student at half its SFT steps, then GRPO for the rest of B.
 Compute is counted in FLOPs as 2N per token processed forward (generation, prompt included) and
@@ -32,7 +32,8 @@ from experiments.common import (ROOT, accuracy_of, cold_start, plot_panels, run_
 from experiments.teacher import build_teacher, n_params, teacher_cost
 from rlvr.tasks.arithmetic import ArithmeticTask
 
-NAME = "distill_vs_rl"
+NAME = "distill_vs_rl"       # main() appends _sftlr<lr> for a non-default student SFT lr
+SFT_LR = 1e-3
 TASK = ArithmeticTask(3, "+")
 PROMPT_TOKENS = 9        # <bos> + "347+285=": every 3-digit addition prompt
 SFT_BATCH = 64
@@ -99,7 +100,7 @@ def distill(seed: int, student: Path, teacher: Path, heldout: list, budget: floa
         rng = random.Random(f"distill-sft/{seed}")
         while True:
             yield [rng.choice(pairs) for _ in range(SFT_BATCH)]
-    sft(model, tok, batches(), SFTConfig(steps=steps, warmup_steps=10, eval_every=every, seed=seed),
+    sft(model, tok, batches(), SFTConfig(steps=steps, lr=SFT_LR, warmup_steps=10, eval_every=every, seed=seed),
         evaluate=evaluate)
     if points[-1][0] < teacher_flops + steps * step_flops:
         evaluate(steps)
@@ -155,7 +156,11 @@ def sunk_teacher_flops(teacher: Path) -> tuple[float, float]:
     return 6 * cost["params"] * per_pair * cost["batch_size"] * cost["steps"], cost["wall_seconds"]
 
 
-def main(steps: int = 30, seeds: tuple[int, ...] = (0, 1), problems: int = 384, k: int = 2) -> None:
+def main(steps: int = 30, seeds: tuple[int, ...] = (0, 1), problems: int = 384, k: int = 2,
+         sft_lr: float = 1e-3) -> None:
+    global NAME, SFT_LR   # a script's settings for this one process: every arm writes under NAME
+    if sft_lr != SFT_LR:
+        NAME, SFT_LR = f"{NAME}_sftlr{sft_lr:g}", sft_lr
     student = cold_start("std", TASK, 0.2)
     heldout = write_problems(ROOT / NAME / "data" / "heldout.jsonl", TASK.heldout(200))
     start_acc = accuracy_of(student, heldout)
@@ -212,7 +217,7 @@ def verdict(runs, start_acc, teacher_acc, sunk, tcost, steps, problems, k) -> No
             f"at temperature 1, kept {d0['kept']}/{d0['samples']} (seed {next(iter(runs))}), "
             f"{d0['teacher_flops'] / 1e12:.2f} TFLOPs = {d0['teacher_flops'] / budget:.0%} of B and "
             f"{d0['teacher_wall']:.0f} s; then {d0['sft_steps']} student SFT steps of "
-            f"{d0['sft_step_flops'] / 1e9:.1f} GFLOPs.", "",
+            f"{d0['sft_step_flops'] / 1e9:.1f} GFLOPs (lr {SFT_LR:g}, 10 warmup steps).", "",
             "Held-out accuracy (200 problems) at fractions of B, teacher training NOT counted (sunk):"]
     wall = {s: {a: pts[-1][1] for a, pts in r["arms"].items()} for s, r in runs.items()}
     lines = head + lines + ["", "Wall seconds to spend each arm's budget on this machine (load varies): "
@@ -252,5 +257,6 @@ if __name__ == "__main__":
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--problems", type=int, default=384, help="teacher: problems to sample")
     parser.add_argument("--k", type=int, default=2, help="teacher: samples per problem")
+    parser.add_argument("--sft-lr", type=float, default=1e-3, help="student SFT lr on the teacher's samples")
     args = parser.parse_args()
-    main(args.steps, tuple(args.seeds), args.problems, args.k)
+    main(args.steps, tuple(args.seeds), args.problems, args.k, args.sft_lr)

@@ -202,3 +202,17 @@ def test_an_experiment_directory_shows_its_verdict_and_figures(tmp_path):
 
 def test_a_training_run_has_no_experiment_section(full_page):
     assert 'id="experiment"' not in full_page
+
+
+def test_rlvr_report_accepts_an_experiment_directory_and_refuses_an_empty_one(tmp_path, capsys):
+    from rlvr.cli.main import main
+
+    exp = tmp_path / "narrow_gains"
+    exp.mkdir()
+    (exp / "verdict.md").write_text("Verdict: the claim does NOT hold here\n")
+    assert main(["report", str(exp)]) == 0
+    assert "the claim does NOT hold here" in (exp / "report.html").read_text()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["report", str(empty)]) == 2
+    assert "not a run directory" in capsys.readouterr().err and not (empty / "report.html").exists()

@@ -65,8 +65,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from rlvr.report.html import write_report
 
     run_dir = Path(args.run_dir)
-    if not (run_dir / "metrics.jsonl").is_file():
-        raise UserError(f"{run_dir} is not a run directory (no metrics.jsonl)")
+    if not (run_dir / "metrics.jsonl").is_file() and not (run_dir / "verdict.md").is_file():
+        raise UserError(f"{run_dir} is not a run directory (no metrics.jsonl) nor an experiment's "
+                        "(no verdict.md)")
     print(write_report(run_dir))
     return 0
 
