@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import re
 
+from rlvr.verifiers.math_latex import (_CONNECTIVE, _DELIMS, _TEXT_CMD, _match_brace,  # noqa: F401
+                                       box_spans, boxed_contents, strip_delimiters)
+from rlvr.verifiers.math_prose import MATH, closing_sentence, last_box_run, math_bodies, sentence_items
+
 POLICIES = ("auto", "boxed", "answer_tag", "phrase", "whole")
-_BOX_COMMANDS = ("\\boxed", "\\fbox")
 _WHOLE_MAX_CHARS = 300      # a "whole response" answer longer than this is prose, not an answer
 _AUTO_WHOLE_MAX_CHARS = 80  # auto mode only reads short bare responses as answers
 _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 _PHRASE = re.compile(r"(?:final\s+answer|answer)\s*(?:is|:|=)\s*:?\s*|^[ \t]*####[ \t]*",
                      re.IGNORECASE | re.MULTILINE)
-_DELIMS = (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$"), ("**", "**"))
 
 
 def final_region(text: str) -> str:
@@ -41,90 +43,6 @@ def final_region(text: str) -> str:
     if "<think>" in lower:
         return ""
     return text
-
-
-def _match_brace(text: str, open_at: int) -> int:
-    """Index of the `}` closing the `{` at `open_at`, or -1. Escaped braces do not count."""
-    depth = 0
-    i = open_at
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return -1
-
-
-def _unbox(content: str) -> str:
-    """`\\boxed{\\boxed{3}}` counts as one box holding 3 (up to 8 levels; deeper stays boxed)."""
-    content = content.strip()
-    for _ in range(8):
-        for cmd in _BOX_COMMANDS:
-            if content.startswith(cmd + "{") and _match_brace(content, len(cmd)) == len(content) - 1:
-                content = content[len(cmd) + 1:-1].strip()
-                break
-        else:
-            return content
-    return content
-
-
-def boxed_contents(text: str) -> list[str]:
-    """Contents of every top-level box in `text`, left to right (linear time)."""
-    return [content for _, _, content in box_spans(text)]
-
-
-def box_spans(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, content) of every top-level box in `text`, left to right (linear time)."""
-    found: list[tuple[int, int, str]] = []
-    next_at = {cmd: text.find(cmd) for cmd in _BOX_COMMANDS}
-    i = 0
-    while True:
-        for cmd in _BOX_COMMANDS:
-            if 0 <= next_at[cmd] < i:
-                next_at[cmd] = text.find(cmd, i)
-        hits = [(at, cmd) for cmd, at in next_at.items() if at >= 0]
-        if not hits:
-            return found
-        at, cmd = min(hits)
-        j = at + len(cmd)
-        while j < len(text) and text[j] == " ":
-            j += 1
-        if j < len(text) and text[j] == "{":
-            end = _match_brace(text, j)
-            if end < 0:
-                return found
-            found.append((at, end + 1, _unbox(text[j + 1:end])))
-            i = end + 1
-        else:  # `\boxed 5`: the box holds the next token
-            m = re.match(r"[^\s$]+", text[j:j + 200])
-            if m and j > at + len(cmd):
-                found.append((at, j + m.end(), m.group(0)))
-            i = max(j + (m.end() if m else 0), at + 1)
-
-
-def strip_delimiters(answer: str) -> str:
-    """Remove math delimiters, markdown bold and trailing full stops around an answer."""
-    s = answer.strip()
-    while s:
-        before = s
-        s = re.sub(r"(?<![.\s])\s*\.+$", "", s) if not s.endswith("..") else s  # keep "..."
-        for left, right in _DELIMS:
-            if len(s) >= len(left) + len(right) and s.startswith(left) and s.endswith(right):
-                inner = s[len(left):len(s) - len(right)]
-                if right not in inner.replace("\\$", ""):  # "$3$ and $4$" is two pieces of math
-                    s = inner.strip()
-                    break
-        if s == before:
-            return s
-    return s
 
 
 def _tag_candidates(region: str) -> list[str]:
@@ -155,7 +73,6 @@ def _phrase_candidates(region: str) -> list[str]:
 
 
 def _whole_candidates(region: str, max_chars: int, bare_only: bool = False) -> list[str]:
-    from rlvr.verifiers.math_prose import math_bodies  # math_prose builds on this module
 
     s = strip_delimiters(region)
     if not s or len(s) > max_chars or (bare_only and not _looks_bare(s)):
@@ -171,7 +88,6 @@ def extract_candidates(text: str, policy: str = "auto") -> tuple[list[str], str]
     """
     if policy not in POLICIES:
         raise ValueError(f"unknown extraction policy {policy!r}; known: {', '.join(POLICIES)}")
-    from rlvr.verifiers.math_prose import closing_sentence, last_box_run, sentence_items
 
     region = final_region(text)
     boxes, hedged = last_box_run(region)
@@ -205,7 +121,6 @@ def _looks_bare(answer: str) -> bool:
     """A short string (at most five tokens) with a digit or LaTeX, one sentence, and at most one
     word outside math and LaTeX is a bare answer: `x = 3`, `18 dollars`, `$3$ and $4$`. Prose
     (`The sum is 10.`, `First $x=2$. The sum is 10.`) is read by its closing sentence instead."""
-    from rlvr.verifiers.math_prose import MATH
 
     if len(answer) > 3 and not re.search(r"[\d\\]", answer) or len(answer.split()) > 5:
         return False
@@ -264,12 +179,9 @@ def _word_boundary(s: str, i: int) -> bool:
 # A candidate that hedges is replaced by this marker, which equals no reference: the verifier
 # reports it as a second answer.
 _HEDGE_MARK = "\\text{<hedge>}"
-_CONNECTIVE = re.compile(
-    r"\\(?:lor|vee|veebar)(?![A-Za-z])|(?<![A-Za-z\\])(?:or|either|otherwise|alternatively|maybe|"
-    r"possibly|perhaps)(?![A-Za-z])", re.IGNORECASE)
 _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}(?![A-Za-z])")
 _LATEX_CMD = re.compile(r"\\[A-Za-z]+")
-_TEXT_CMD = re.compile(r"\\(?:text|textbf|textit|mathrm|mbox|textnormal)\s*\{\s*([^{}]*)\}")
+
 
 
 def _top_level_split(s: str, sep: str) -> list[str]:
