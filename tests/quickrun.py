@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,9 +20,18 @@ def env() -> dict[str, str]:
             "PYTHONPATH": str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
-def run_cli(cmd: list[str], timeout: float = 1200) -> None:
-    proc = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+def run_cli(cmd: list[str], timeout: float = 1200, environ: dict[str, str] | None = None) -> None:
+    """Run a command in its own session; on a timeout the whole session goes (a launcher and
+    every rank it started), so a hung rank cannot outlive the test."""
+    proc = subprocess.Popen(cmd, env=environ or env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise AssertionError(f"timed out after {timeout} s: {' '.join(cmd)}\n{err[-4000:]}")
+    assert proc.returncode == 0, out[-2000:] + err[-4000:]
 
 
 def quick_config(tmp_path: Path, name: str, model: Path, run_extra: str = "", rollout_extra: str = "") -> tuple[Path, Path]:

@@ -38,8 +38,9 @@ def _torchrun(*args: str) -> list[str]:
 
 
 def _run(cmd: list[str], timeout: float = 600) -> None:
-    proc = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    from quickrun import run_cli
+
+    run_cli(cmd, timeout, _env())
 
 
 @pytest.fixture(scope="module")

@@ -134,6 +134,9 @@ class DataParallel:
 
     def close(self) -> None:
         if dist.is_initialized():
+            # Every rank reaches the end before the group goes: a rank tearing the group down
+            # while its peer still finishes its last collective can hang (pytorch#75097).
+            dist.barrier()
             dist.destroy_process_group()
 
 
