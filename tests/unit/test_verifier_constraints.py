@@ -120,6 +120,29 @@ def test_sentence_count_where_punkt_is_wrong(text, expected):
     assert count_sentences(text) == expected
 
 
+# Keywords in scripts written without spaces between words (and Korean, whose particles attach to the
+# word): whole-word matching never fired there (issue 19, blind comparison with IFEval).
+ZH = "人工智能正在改变我们的生活方式。从智能手机到自动驾驶汽车，人工智能的应用无处不在。我们也需要关注隐私问题。"
+JA = "富士山は日本で一番高い山です。多くの登山者が山頂を目指します。東京からも見ることができます。"
+TH = "เมื่อวานฉันไปตลาดน้ำกับครอบครัว เราซื้อผลไม้และขนมไทยหลายอย่าง"
+KO = "어제 친구들과 함께 한강 공원에서 자전거를 탔습니다."
+
+
+@pytest.mark.parametrize("text,keyword,count", [
+    (ZH, "人工智能", 2), (ZH, "隐私", 1), (JA, "富士山", 1), (JA, "登山者", 1), (JA, "東京", 1),
+    (TH, "ตลาดน้ำ", 1), (KO, "자전거", 1), (KO, "한강", 1),
+    ("我们在项目中使用AI技术。", "ai", 1),            # a Latin keyword between Han characters
+    ("이 AI를 써 보세요.", "AI", 1),                  # a particle after a Latin keyword
+    (KO, "전거", 0),                                 # Korean: the word must start there
+    ("The category is empty.", "cat", 0),            # spaced scripts: whole words, as before
+    ("Bonjour, café au lait.", "CAFÉ", 1),
+])
+def test_keywords_in_unspaced_scripts(text, keyword, count):
+    assert CHECKS["keyword_frequency"](text, keyword=keyword, relation="exactly", n=count)
+    assert CHECKS["keywords_include"](text, keywords=[keyword]) is (count > 0)
+    assert CHECKS["keywords_exclude"](text, keywords=[keyword]) is (count == 0)
+
+
 def test_reward_all_or_fraction_and_details():
     constraints = [{"type": "no_commas"}, {"type": "word_count", "args": {"relation": "at most", "n": 3}},
                    {"type": "keywords_include", "args": {"keywords": ["cat"]}}]

@@ -28,7 +28,7 @@ import unicodedata
 from typing import Any, Callable, Sequence
 
 from rlvr.types import Problem, Score
-from rlvr.verifiers.language import detect_language
+from rlvr.verifiers.language import char_script, detect_language
 
 _RELATIONS: dict[str, Callable[[int, int], bool]] = {
     "at most": lambda x, n: x <= n, "at least": lambda x, n: x >= n, "exactly": lambda x, n: x == n,
@@ -129,9 +129,36 @@ def json_format(response: str, required_keys: Sequence[str] = ()) -> bool:
     return True
 
 
+# Scripts written without spaces between words: an edge of a keyword in one, or next to one, needs no
+# word boundary (人工智能 in 人工智能正在…, ตลาดน้ำ in ไปตลาดน้ำกับ, AI in 使用AI技术). Korean
+# writes spaces but attaches particles to the word (자전거를): after Hangul only the end is free.
+_UNSPACED = frozenset({"CJK", "HIRAGANA", "KATAKANA", "KATAKANA-HIRAGANA", "THAI", "LAO", "KHMER",
+                       "MYANMAR"})
+
+
+def _may_break(left: str, right: str, *, end: bool) -> bool:
+    """Whether a keyword may begin (end=False) or stop (end=True) between `left` and `right`."""
+    if not (left.isalnum() or left == "_") or not (right.isalnum() or right == "_"):
+        return True  # not both word characters: a boundary
+    scripts = {char_script(left), char_script(right)}
+    return bool(scripts & _UNSPACED) or (end and "HANGUL" in scripts)
+
+
 def _keyword_count(response: str, keyword: str) -> int:
-    """Whole-word, case-blind occurrences (IFEval counts substrings: "cat" in "category")."""
-    return len(re.findall(rf"(?<!\w){re.escape(keyword.strip())}(?!\w)", response, re.IGNORECASE))
+    """Case-blind occurrences as whole words, not overlapping (IFEval counts substrings: "cat" in
+    "category"); where words are not separated by spaces, see `_UNSPACED`."""
+    kw = keyword.strip()
+    count, free_from = 0, 0
+    for m in re.finditer(f"(?={re.escape(kw)})", response, re.IGNORECASE):
+        i = m.start()
+        j = i + len(kw)
+        if i < free_from or j > len(response):
+            continue
+        before = response[i - 1] if i else " "
+        after = response[j] if j < len(response) else " "
+        if _may_break(before, response[i], end=False) and _may_break(response[j - 1], after, end=True):
+            count, free_from = count + 1, j
+    return count
 
 
 def keywords_include(response: str, keywords: Sequence[str]) -> bool:
