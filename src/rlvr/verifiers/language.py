@@ -39,6 +39,13 @@ UNDETERMINED = "und"
 CONFIDENT = 0.5  # fastText's probability from which its answer stands without langdetect's
 SENTENCE_SURE = 0.8  # language_share: fastText's probability from which it judges a sentence alone
 MIN_LETTERS = 20  # below this, shared-script texts are "und" (accuracy by length: see the docs)
+# Languages fastText's small model confuses with each other: an answer in one of these groups stands
+# alone only from CONFUSABLE_SURE, below it langdetect answers (which names Nepali that fastText gives
+# Hindi at p = 0.58-0.73; a Bulgarian line fastText gives Russian at 0.81 is judged with its text).
+CONFUSABLE_SURE = 0.9
+_GROUPS = ({"hi", "ne", "mr"}, {"ru", "uk", "bg", "mk", "sr", "be"}, {"ar", "fa", "ur"}, {"ms", "id"},
+           {"no", "nb", "nn", "da"}, {"hr", "bs", "sr", "sh"})
+_CONFUSABLE = {lang: frozenset().union(*(g for g in _GROUPS if lang in g)) for g in _GROUPS for lang in g}
 
 _KANA = frozenset({"HIRAGANA", "KATAKANA", "KATAKANA-HIRAGANA"})  # the last: the long-vowel mark ー
 _SYLLABIC = _KANA | {"CJK", "HANGUL"}
@@ -137,12 +144,14 @@ def _second_opinion(text: str) -> str | None:
 
 @lru_cache(maxsize=8192)
 def _identify(text: str) -> str:
-    """fastText's answer when it is sure (p >= CONFIDENT), else langdetect's (seeded)."""
+    """fastText's answer when it is sure (p >= CONFIDENT; CONFUSABLE_SURE for a language of a
+    confusable group), else langdetect's (seeded)."""
     best = _model_scores(text)
     if not best:
         return UNDETERMINED
     lang, p = best[0]
-    return lang if p >= CONFIDENT else (_second_opinion(text) or lang)
+    return lang if p >= (CONFUSABLE_SURE if lang in _CONFUSABLE else CONFIDENT) else (
+        _second_opinion(text) or lang)
 
 
 def _weighted_letters(counts: dict[str, int]) -> int:
@@ -186,7 +195,7 @@ def _verdict(words: str, weight: int, lang: str, scripts: set[str], *, sure_only
         return ""
     if sure_only:
         found, p = _model_scores(words)[0]
-        if p < SENTENCE_SURE:
+        if p < (max(SENTENCE_SURE, CONFUSABLE_SURE) if found in _CONFUSABLE else SENTENCE_SURE):
             return ""
     else:
         found = _identify(words)
