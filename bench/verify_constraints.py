@@ -198,7 +198,10 @@ def main(argv=None) -> None:
             "script_only_constraint": per_row_us(lambda t, lang: script_only(t) == lang, rows, args.repeats),
             "script_only_consistency": per_row_us(script_share, rows, args.repeats)}
     per_step_ms = {k: round(v * 128 / 1000, 2) for k, v in step.items()}
-    unsure = sum(L._model_scores(t)[0][1] < L.CONFIDENT for t, _ in rows) / len(rows)
+    def unsure(text: str) -> bool:  # what _identify sends to langdetect
+        lang, p = L._model_scores(text)[0]
+        return p < (L.CONFUSABLE_SURE if lang in L._CONFUSABLE else L.CONFIDENT)
+    unsure = sum(unsure(t) for t, _ in rows) / len(rows)
     print(json.dumps({"part": "language_check_per_row_us", **{k: round(v, 1) for k, v in step.items()},
                       "share_sent_to_langdetect": round(unsure, 3),
                       "per_step_ms_128_rows": per_step_ms}))

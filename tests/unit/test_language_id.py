@@ -132,3 +132,12 @@ def test_a_line_fasttext_gives_to_a_neighbour_follows_its_text():
     # languages it confuses, so the line follows the text's verdict (Bulgarian).
     text = PARAGRAPHS["bg"][0] + "\nПравете кратки почивки на всеки час и не забравяйте"
     assert language_share(text, "bg") == 1.0 and language_share(text, "ru") == 0.0
+
+
+def test_the_second_opinion_within_a_group_names_only_its_languages():
+    # Within a confusable group langdetect is loaded with the group's profiles alone (faster); it
+    # cannot then name a language outside the group (None: none of its n-grams is known there).
+    from rlvr.verifiers.language import _second_opinion
+    english = "This is plainly an English sentence about the weather and the sea."
+    assert _second_opinion(english) == "en"
+    assert _second_opinion(english, frozenset({"hi", "ne", "mr"})) in {"hi", "ne", "mr", None}

@@ -9,14 +9,18 @@ lists the failed types.
 
 Counting rules (documented because they decide rewards; docs/verifiers/constraints.md sets each
 beside IFEval's): words are `\\w+` runs (IFEval's tokenizer); sentences end at `.`, `!` or `?`
-(closing quotes or brackets may follow) before whitespace, not after Mr./Mrs./Ms./Dr./Prof./St./
-Jr./Sr./vs./e.g./i.e. or an initial; paragraphs are split at `***` dividers when the text has any
-(IFEval's rule; an empty one between two dividers fails the check), else at blank lines; bullets are
-lines starting with `*`, `-` or `•` and a space; a placeholder is `[...]` with something in it; a
-title is `<<...>>` with something in it. Language is read by `rlvr.verifiers.language` (fastText's
-lid.176, langdetect where it is unsure; nothing is downloaded at run time); a text too short to tell
-("und") does not satisfy a `language` constraint. Not guaranteed: IFEval's exact sentence splitter
-(nltk punkt) on abbreviations outside that list.
+(closing quotes, brackets or `*` emphasis may follow) before whitespace, not after Mr./Mrs./Ms./
+Dr./Prof./St./Jr./Sr./vs./e.g./i.e. or an initial, nor at a period before a lower-case word, after
+a dotted initialism (U.S.) unless a sentence starter follows, or a month before a number;
+paragraphs are split at `***` dividers when the text has any (IFEval's rule; an empty one between
+two dividers fails the check), else at blank lines; bullets are lines starting with `*`, `-` or `•`
+and a space; a placeholder is `[...]` with something in it; a title is `<<...>>` with something in
+it; keywords are whole words, except at an edge in or next to a script written without spaces (Han,
+kana, Thai, ...) and at the end next to Hangul (particles attach). Language is read by
+`rlvr.verifiers.language` (fastText's lid.176, langdetect where it is unsure; nothing is downloaded
+at run time); a text too short to tell ("und") does not satisfy a `language` constraint. Not
+guaranteed: IFEval's exact sentence splitter (nltk punkt) where it decides from word statistics
+(an ellipsis or a dotted initialism before a capitalised word) or on abbreviations outside the list.
 """
 
 from __future__ import annotations
