@@ -113,6 +113,22 @@ def per_row_us(fn, rows, repeats: int) -> float:
     return statistics.median(times) * 1e6
 
 
+def confusable_ab(rows, repeats: int) -> dict[str, float]:
+    """Both language checks per row, shipped vs `CONFUSABLE_SURE` = `CONFIDENT` (the check before the
+    confusable groups: fastText alone from p = 0.5), interleaved in one process."""
+    shipped, out = L.CONFUSABLE_SURE, {}
+    try:
+        for name, th in (("before_groups", L.CONFIDENT), ("shipped", shipped)) * 2:
+            L.CONFUSABLE_SURE = th
+            out[f"{name}_constraint"] = per_row_us(lambda t, lang: L.detect_language(t) == lang, rows, repeats)
+            out[f"{name}_consistency"] = per_row_us(language_consistency, rows, repeats)
+    finally:
+        L.CONFUSABLE_SURE = shipped
+    return {**{k: round(v, 1) for k, v in out.items()},
+            "ratio_constraint": round(out["shipped_constraint"] / out["before_groups_constraint"], 2),
+            "ratio_consistency": round(out["shipped_consistency"] / out["before_groups_consistency"], 2)}
+
+
 def constraint_rows(paragraphs, rows: int, rng: random.Random):
     langs = sorted(paragraphs)
     specs = [{"type": "word_count", "args": {"relation": "at least", "n": 20}},
@@ -198,10 +214,15 @@ def main(argv=None) -> None:
             "script_only_constraint": per_row_us(lambda t, lang: script_only(t) == lang, rows, args.repeats),
             "script_only_consistency": per_row_us(script_share, rows, args.repeats)}
     per_step_ms = {k: round(v * 128 / 1000, 2) for k, v in step.items()}
-    unsure = sum(L._model_scores(t)[0][1] < L.CONFIDENT for t, _ in rows) / len(rows)
+    def unsure(text: str) -> bool:  # what _identify sends to langdetect
+        lang, p = L._model_scores(text)[0]
+        return p < (L.CONFUSABLE_SURE if lang in L._CONFUSABLE else L.CONFIDENT)
+    unsure = sum(unsure(t) for t, _ in rows) / len(rows)
     print(json.dumps({"part": "language_check_per_row_us", **{k: round(v, 1) for k, v in step.items()},
                       "share_sent_to_langdetect": round(unsure, 3),
                       "per_step_ms_128_rows": per_step_ms}))
+
+    print(json.dumps({"part": "confusable_groups_cost_us", **confusable_ab(rows, args.repeats)}))
 
     crow = constraint_rows(paragraphs, args.rows, rng)
     verifier = C.ConstraintsVerifier(reward="fraction")

@@ -112,3 +112,32 @@ def test_mixed_scripts_still_count_against():
 def test_short_texts_fasttext_is_unsure_of_get_the_second_opinion(lang, text):
     # Beginnings of the paragraphs above; fastText alone names Dutch, Volapük and Hindi at p < 0.5.
     assert detect_language(text) == lang
+
+
+@pytest.mark.parametrize("lang,text", [
+    # From a blind comparison with IFEval (issue 19): fastText's small model gives these Hindi at
+    # p = 0.58 and 0.73, under CONFUSABLE_SURE, where langdetect (IFEval's detector) says Nepali.
+    ("ne", "गएको हप्ता हामी साथीहरूसँग पोखरा घुम्न गयौं। फेवा तालमा डुंगा चढ्दा माछापुच्छ्रे हिमाल एकदमै "
+           "राम्रो देखिन्थ्यो। साँझ हामीले लेकसाइडमा खाना खायौं।"),
+    ("ne", "फेवा तालमा डुंगा चढ्दा माछापुच्छ्रे हिमाल एकदमै राम्रो देखिन्थ्यो। साँझ हामीले लेकसाइडमा खाना खायौं।"),
+])
+def test_a_language_fasttext_gives_to_its_neighbour_is_checked_by_langdetect(lang, text):
+    assert detect_language(text) == lang
+    assert CHECKS["language"](text, language=lang) and not CHECKS["language"](text, language="hi")
+    assert language_share(text, lang) == 1.0 and language_share(text, "hi") == 0.0
+
+
+def test_a_line_fasttext_gives_to_a_neighbour_follows_its_text():
+    # fastText's small model gives this Bulgarian list line Russian at p = 0.81: not sure enough for
+    # languages it confuses, so the line follows the text's verdict (Bulgarian).
+    text = PARAGRAPHS["bg"][0] + "\nПравете кратки почивки на всеки час и не забравяйте"
+    assert language_share(text, "bg") == 1.0 and language_share(text, "ru") == 0.0
+
+
+def test_the_second_opinion_within_a_group_names_only_its_languages():
+    # Within a confusable group langdetect is loaded with the group's profiles alone (faster); it
+    # cannot then name a language outside the group (None: none of its n-grams is known there).
+    from rlvr.verifiers.language import _second_opinion
+    english = "This is plainly an English sentence about the weather and the sea."
+    assert _second_opinion(english) == "en"
+    assert _second_opinion(english, frozenset({"hi", "ne", "mr"})) in {"hi", "ne", "mr", None}

@@ -79,6 +79,70 @@ def test_each_check(kind, args, text, expected):
     assert CHECKS[kind](text, **args) is expected
 
 
+# Sentence boundaries where rlvr used to disagree with IFEval's splitter (nltk punkt, English), from a
+# blind comparison on generated responses (issue 19): punkt's count is the expected one.
+@pytest.mark.parametrize("text,expected", [
+    # A stop inside markdown emphasis ends the sentence, as one inside quotes does.
+    ("**What is RLHF?**\n\nIt is a training method. It uses human feedback.", 3),
+    ("**Step 1: Install Python.** Download it from the website. Then run the installer.", 3),
+    ("*This is emphasized.* This is not. This is the end.", 3),
+    ("Here is one:\n\n*a worm digs silently*\n*into the chestnut.*\n\nThis is by Bashō. Notice it.", 3),
+    # A period before a lower-case word: an abbreviation, an ellipsis or a number goes on.
+    ("The store opens at 9 a.m. and closes at 5 p.m. on weekdays. It is closed on Sundays.", 2),
+    ("Apple Inc. is based in Cupertino. It makes the iPhone.", 2),
+    ("She earned a Ph.D. in physics. Then she moved to Boston.", 2),
+    ("Well... maybe we should wait. I am not sure.", 2),
+    ("Then take the train to Kyoto... it's only about 2 hours! In Kyoto, see the shrine.", 2),
+    ("The value is 5. the next value is 6.", 1),
+    # A dotted initialism goes on before a capitalised word that is not a sentence starter.
+    ("The U.S. Army was founded in 1775. It is the oldest branch.", 2),
+    ("She moved to the U.K. Last year she started a new job.", 1),
+    ("He grew up in the U.S. He moved to Spain later.", 2),
+    ("Thanks for reading.\n\nP.S. Don't forget to subscribe.", 3),  # punkt: "P.S." is one
+    ("The meeting starts at 9 a.m. Please be on time.", 2),
+    # A month before a number is a date.
+    ("The law took effect on Jan. 1, 2020. Few people noticed.", 2),
+    ("You can reverse a list in two ways.\n\n```python\nnums.reverse()\n```\n\nThe first one works.", 2),
+])
+def test_sentence_count_agrees_with_punkt(text, expected):
+    assert count_sentences(text) == expected
+
+
+@pytest.mark.parametrize("text,expected", [
+    # Deliberate: punkt splits after "e.g."/"i.e."/"vs." and "etc." before a lower-case word, and not
+    # after "Ave." at the end of a bullet line; rlvr follows the sentence (docs/verifiers/constraints.md).
+    ("Use a strong password, e.g. one with symbols. Change it often.", 2),
+    ("It was Team A vs. Team B. Team A won.", 1),
+    ("Bring pens, paper, etc. and a calculator.", 1),
+    ("* Parking on Main St. and Elm Ave.\n* Supporters say it helps.", 2),
+])
+def test_sentence_count_where_punkt_is_wrong(text, expected):
+    assert count_sentences(text) == expected
+
+
+# Keywords in scripts written without spaces between words (and Korean, whose particles attach to the
+# word): whole-word matching never fired there (issue 19, blind comparison with IFEval).
+ZH = "人工智能正在改变我们的生活方式。从智能手机到自动驾驶汽车，人工智能的应用无处不在。我们也需要关注隐私问题。"
+JA = "富士山は日本で一番高い山です。多くの登山者が山頂を目指します。東京からも見ることができます。"
+TH = "เมื่อวานฉันไปตลาดน้ำกับครอบครัว เราซื้อผลไม้และขนมไทยหลายอย่าง"
+KO = "어제 친구들과 함께 한강 공원에서 자전거를 탔습니다."
+
+
+@pytest.mark.parametrize("text,keyword,count", [
+    (ZH, "人工智能", 2), (ZH, "隐私", 1), (JA, "富士山", 1), (JA, "登山者", 1), (JA, "東京", 1),
+    (TH, "ตลาดน้ำ", 1), (KO, "자전거", 1), (KO, "한강", 1),
+    ("我们在项目中使用AI技术。", "ai", 1),            # a Latin keyword between Han characters
+    ("이 AI를 써 보세요.", "AI", 1),                  # a particle after a Latin keyword
+    (KO, "전거", 0),                                 # Korean: the word must start there
+    ("The category is empty.", "cat", 0),            # spaced scripts: whole words, as before
+    ("Bonjour, café au lait.", "CAFÉ", 1),
+])
+def test_keywords_in_unspaced_scripts(text, keyword, count):
+    assert CHECKS["keyword_frequency"](text, keyword=keyword, relation="exactly", n=count)
+    assert CHECKS["keywords_include"](text, keywords=[keyword]) is (count > 0)
+    assert CHECKS["keywords_exclude"](text, keywords=[keyword]) is (count == 0)
+
+
 def test_reward_all_or_fraction_and_details():
     constraints = [{"type": "no_commas"}, {"type": "word_count", "args": {"relation": "at most", "n": 3}},
                    {"type": "keywords_include", "args": {"keywords": ["cat"]}}]

@@ -9,14 +9,18 @@ lists the failed types.
 
 Counting rules (documented because they decide rewards; docs/verifiers/constraints.md sets each
 beside IFEval's): words are `\\w+` runs (IFEval's tokenizer); sentences end at `.`, `!` or `?`
-(closing quotes or brackets may follow) before whitespace, not after Mr./Mrs./Ms./Dr./Prof./St./
-Jr./Sr./vs./e.g./i.e. or an initial; paragraphs are split at `***` dividers when the text has any
-(IFEval's rule; an empty one between two dividers fails the check), else at blank lines; bullets are
-lines starting with `*`, `-` or `•` and a space; a placeholder is `[...]` with something in it; a
-title is `<<...>>` with something in it. Language is read by `rlvr.verifiers.language` (fastText's
-lid.176, langdetect where it is unsure; nothing is downloaded at run time); a text too short to tell
-("und") does not satisfy a `language` constraint. Not guaranteed: IFEval's exact sentence splitter
-(nltk punkt) on abbreviations outside that list.
+(closing quotes, brackets or `*` emphasis may follow) before whitespace, not after Mr./Mrs./Ms./
+Dr./Prof./St./Jr./Sr./vs./e.g./i.e. or an initial, nor at a period before a lower-case word, after
+a dotted initialism (U.S.) unless a sentence starter follows, or a month before a number;
+paragraphs are split at `***` dividers when the text has any (IFEval's rule; an empty one between
+two dividers fails the check), else at blank lines; bullets are lines starting with `*`, `-` or `•`
+and a space; a placeholder is `[...]` with something in it; a title is `<<...>>` with something in
+it; keywords are whole words, except at an edge in or next to a script written without spaces (Han,
+kana, Thai, ...) and at the end next to Hangul (particles attach). Language is read by
+`rlvr.verifiers.language` (fastText's lid.176, langdetect where it is unsure; nothing is downloaded
+at run time); a text too short to tell ("und") does not satisfy a `language` constraint. Not
+guaranteed: IFEval's exact sentence splitter (nltk punkt) where it decides from word statistics
+(an ellipsis or a dotted initialism before a capitalised word) or on abbreviations outside the list.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import unicodedata
 from typing import Any, Callable, Sequence
 
 from rlvr.types import Problem, Score
-from rlvr.verifiers.language import detect_language
+from rlvr.verifiers.language import char_script, detect_language
 
 _RELATIONS: dict[str, Callable[[int, int], bool]] = {
     "at most": lambda x, n: x <= n, "at least": lambda x, n: x >= n, "exactly": lambda x, n: x == n,
@@ -48,19 +52,46 @@ def count_words(text: str) -> int:
 
 
 _ABBREVIATIONS = frozenset("mr mrs ms dr prof st jr sr vs e.g i.e".split())
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+")
+# After a dotted initialism (U.S., U.K., a.m., Ph.D.) a capitalised word starts a sentence only if it
+# is one of these: the sentence starters of nltk punkt's English model (IFEval's splitter), whose
+# verdicts rlvr follows here ("The U.S. Army", "the U.K. Last year": one sentence).
+_SENTENCE_STARTERS = frozenset(
+    "this but though indeed both however some meanwhile i even most instead when despite these thus "
+    "according although separately similarly in if yet he sales moreover while they many under since "
+    "among so nonetheless nor nevertheless the there it".split())
+_POSTSCRIPTS = frozenset({"p.s", "p.p.s"})  # labels: the note after one is a sentence of its own
+_MONTHS = frozenset("jan feb mar apr jun jul aug sep sept oct nov dec".split())  # "Jan. 1": a date
+# A stop, then closing quotes, brackets or markdown emphasis (`*`, `**`), then whitespace.
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])[\"'”’)\]*]*\s+")
 _DIVIDER = re.compile(r"(?<!\S)\*\*\*(?!\S)")  # `***` standing alone, not `***bold***`
 
 
-def _continues(piece: str) -> bool:
-    """Whether a piece ends in an abbreviation or an initial, so the sentence goes on."""
-    last = piece.rsplit(None, 1)[-1].lower().rstrip(".") if piece.split() else ""
-    return last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha())
+def _continues(piece: str, following: str) -> bool:
+    """Whether the sentence ending `piece` with a stop goes on into `following`: after an
+    abbreviation or an initial; after a period (an ellipsis, a number, an abbreviation not listed)
+    before a lower-case word; after a dotted initialism unless a sentence starter follows; after a
+    month before a number."""
+    if not piece.split():
+        return False
+    word = piece.rsplit(None, 1)[-1].lstrip("\"'“‘(*_`")
+    last = word.lower().rstrip(".")
+    if last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha()):
+        return True
+    if not piece.endswith(".") or not following:
+        return False
+    head = following.lstrip("\"'“‘(").split(None, 1)
+    nxt = head[0] if head else ""
+    if nxt[:1].islower():
+        return True
+    if re.fullmatch(r"[A-Z]\w*(?:\.\w+)+\.", word) and last not in _POSTSCRIPTS:
+        return nxt[:1].isupper() and re.sub(r"\W.*", "", nxt.lower()) not in _SENTENCE_STARTERS
+    return last in _MONTHS and nxt[:1].isdigit()
 
 
 def count_sentences(text: str) -> int:
     pieces = [p for p in _SENTENCE_BREAK.split(text.strip()) if p]
-    ends = [i for i, p in enumerate(pieces) if i == len(pieces) - 1 or not _continues(p)]
+    ends = [i for i, p in enumerate(pieces)
+            if i == len(pieces) - 1 or not _continues(p, pieces[i + 1])]
     starts = [0] + [i + 1 for i in ends[:-1]]
     return sum(any(re.search(r"\w", p) for p in pieces[a:b + 1]) for a, b in zip(starts, ends))
 
@@ -102,9 +133,36 @@ def json_format(response: str, required_keys: Sequence[str] = ()) -> bool:
     return True
 
 
+# Scripts written without spaces between words: an edge of a keyword in one, or next to one, needs no
+# word boundary (人工智能 in 人工智能正在…, ตลาดน้ำ in ไปตลาดน้ำกับ, AI in 使用AI技术). Korean
+# writes spaces but attaches particles to the word (자전거를): after Hangul only the end is free.
+_UNSPACED = frozenset({"CJK", "HIRAGANA", "KATAKANA", "KATAKANA-HIRAGANA", "THAI", "LAO", "KHMER",
+                       "MYANMAR"})
+
+
+def _may_break(left: str, right: str, *, end: bool) -> bool:
+    """Whether a keyword may begin (end=False) or stop (end=True) between `left` and `right`."""
+    if not (left.isalnum() or left == "_") or not (right.isalnum() or right == "_"):
+        return True  # not both word characters: a boundary
+    scripts = {char_script(left), char_script(right)}
+    return bool(scripts & _UNSPACED) or (end and "HANGUL" in scripts)
+
+
 def _keyword_count(response: str, keyword: str) -> int:
-    """Whole-word, case-blind occurrences (IFEval counts substrings: "cat" in "category")."""
-    return len(re.findall(rf"(?<!\w){re.escape(keyword.strip())}(?!\w)", response, re.IGNORECASE))
+    """Case-blind occurrences as whole words, not overlapping (IFEval counts substrings: "cat" in
+    "category"); where words are not separated by spaces, see `_UNSPACED`."""
+    kw = keyword.strip()
+    count, free_from = 0, 0
+    for m in re.finditer(f"(?={re.escape(kw)})", response, re.IGNORECASE):
+        i = m.start()
+        j = i + len(kw)
+        if i < free_from or j > len(response):
+            continue
+        before = response[i - 1] if i else " "
+        after = response[j] if j < len(response) else " "
+        if _may_break(before, response[i], end=False) and _may_break(response[j - 1], after, end=True):
+            count, free_from = count + 1, j
+    return count
 
 
 def keywords_include(response: str, keywords: Sequence[str]) -> bool:
