@@ -305,7 +305,10 @@ def _is_wrapped(model) -> bool:
     """DDP (a wrapper with `.module`) or FSDP2 (parameters are DTensors)."""
     from torch.distributed.tensor import DTensor
 
-    return hasattr(model, "module") or isinstance(next(model.parameters()), DTensor)
+    if hasattr(model, "module"):
+        return True
+    params = getattr(model, "parameters", None)   # a LoRA reference (AdaptersDisabled) has none
+    return callable(params) and isinstance(next(params(), None), DTensor)
 
 
 @torch.no_grad()
