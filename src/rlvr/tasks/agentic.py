@@ -22,6 +22,7 @@ import random
 from dataclasses import dataclass
 
 from rlvr.tasks.arithmetic import is_heldout
+from rlvr.tasks.splits import heldout_set, sample_split
 from rlvr.types import Problem
 
 EXTRA_CHARS = "abcdefghijklmnopqrstuvwxyz_:.[]"
@@ -47,21 +48,12 @@ class AgenticTask:
         return make_problem(rng.randint(lo, hi), rng.randint(lo, hi))
 
     def sample(self, rng: random.Random, n: int, split: str = "train") -> list[Problem]:
-        out: list[Problem] = []
-        while len(out) < n:
-            p = self._draw(rng)
-            if p.metadata["split"] == split:
-                out.append(p)
-        return out
+        """n problems from `split` ("train" or "heldout"), drawn with `rng`."""
+        return sample_split(self._draw, rng, n, split)
 
     def heldout(self, n: int, seed: int = 1234) -> list[Problem]:
-        rng, seen, out = random.Random(seed), set(), []
-        while len(out) < n:
-            p = self._draw(rng)
-            if p.metadata["split"] == "heldout" and p.id not in seen:
-                seen.add(p.id)
-                out.append(p)
-        return out
+        """A fixed held-out set of n distinct problems (the same for every run with this seed)."""
+        return heldout_set(self._draw, n, seed)
 
     def episode(self, problem: Problem, tamper: bool = False) -> Turns:
         """The reasoner's turns with the observations a writable workspace answers."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from rlvr.tasks.arithmetic import ANSWER_MARK, extract_answer, is_heldout
+from rlvr.tasks.splits import heldout_set, sample_split
 from rlvr.types import Problem, Score
 
 PREFIX = "|"
@@ -38,22 +39,11 @@ class DigitSortTask:
 
     def sample(self, rng: random.Random, n: int, split: str = "train") -> list[Problem]:
         """n problems from `split` ("train" or "heldout"), drawn with `rng`."""
-        out: list[Problem] = []
-        while len(out) < n:
-            p = self._draw(rng)
-            if p.metadata["split"] == split:
-                out.append(p)
-        return out
+        return sample_split(self._draw, rng, n, split)
 
     def heldout(self, n: int, seed: int = 1234) -> list[Problem]:
         """A fixed held-out set of n distinct problems (the same for every run with this seed)."""
-        rng, seen, out = random.Random(seed), set(), []
-        while len(out) < n:
-            p = self._draw(rng)
-            if p.metadata["split"] == "heldout" and p.id not in seen:
-                seen.add(p.id)
-                out.append(p)
-        return out
+        return heldout_set(self._draw, n, seed)
 
     def trace(self, problem: Problem) -> str:
         return ANSWER_MARK + "".join(sorted(problem.prompt[len(PREFIX):-1]))
