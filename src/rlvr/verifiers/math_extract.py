@@ -183,7 +183,6 @@ _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}(?![A-Za-z])")
 _LATEX_CMD = re.compile(r"\\[A-Za-z]+")
 
 
-
 def _top_level_split(s: str, sep: str) -> list[str]:
     """`s` split on `sep` where no bracket or brace is open."""
     parts, depth, start = [], 0, 0
