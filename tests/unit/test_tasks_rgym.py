@@ -74,3 +74,11 @@ def test_config_reaches_the_task():
     verifiers, train, heldout, task = build_problems(cfg)
     assert sorted(verifiers) == ["rg.basic_arithmetic", "rg.gcd"] and len(heldout) == 6 and train == []
     assert task.trace(heldout[0]) == f"<answer>{heldout[0].reference}</answer>"
+
+
+def test_task_whose_questions_are_all_heldout_is_refused():
+    # caesar_cipher on one 3-letter word with rotation 1 has a few dozen questions: a held-out
+    # split of 200 swallows them all, so training would never draw one (alone: forever).
+    opts = {"caesar_cipher": {"min_words": 1, "max_words": 1, "min_rotation": 1, "max_rotation": 1}}
+    with pytest.raises(ConfigError, match="'caesar_cipher' has too few distinct questions"):
+        ReasoningGymTask("reasoning_gym:caesar_cipher", opts, heldout_size=200)

@@ -33,6 +33,7 @@ _SIZE = 2**31 - 1          # items are generated lazily from (seed + index); siz
 _HELDOUT_SEED = 20_250_917  # the held-out split: the same for every run
 _AUDIT_ITEMS = 30
 _JUNK = "zzqx"
+_TRAIN_PROBE = 200          # training draws per task checked at build time for held-out overlap
 
 
 def parse_spec(text: str) -> list[tuple[str, float]]:
@@ -133,6 +134,21 @@ class ReasoningGymTask:
         self.held = {n: create(n, self.configs[n], _HELDOUT_SEED) for n, _ in self.tasks}
         self._heldout = self.heldout(heldout_size)
         self._held_questions = {p.prompt for p in self._heldout}
+        for name, _ in self.tasks:
+            self._check_trainable(name)
+
+    def _check_trainable(self, name: str, n: int = _TRAIN_PROBE) -> None:
+        """Refuse a task whose training draws are (almost) all held-out questions: a task with few
+        distinct questions (caesar_cipher on one short word: ~25) has them all in the held-out
+        set, so training would never see it (or, alone, draw forever)."""
+        rng = random.Random(f"trainable/{name}")
+        fresh = sum(self.train[name][rng.randrange(_SIZE)]["question"] not in self._held_questions
+                    for _ in range(n))
+        if fresh < n // 10:
+            raise ConfigError(
+                f"data.task: reasoning_gym task {name!r} has too few distinct questions: {n - fresh} "
+                f"of {n} training draws are held-out questions, so training would (almost) never "
+                f"draw it; widen data.task_options.{name} or lower data.heldout_size")
 
     def _problem(self, name: str, entry: dict, index: int, split: str) -> Problem:
         return Problem(id=f"{name}/{split}/{index}", prompt=entry["question"],
