@@ -1,0 +1,330 @@
+"""Environments written for the `verifiers` package run in rlvr unchanged, sampled by rlvr's engine.
+
+The classic verifiers API (`vf.SingleTurnEnv`, `vf.MultiTurnEnv` and their `vf.Rubric`; verifiers
+0.2–0.3, where `import verifiers as vf` still exposes it: 0.4 keeps only its new `verifiers.v1`
+stack) rolls out by calling a model through an OpenAI client. `OpenAIServer` is rlvr's engine behind
+that interface: a real local HTTP server (stdlib `ThreadingHTTPServer`, 127.0.0.1 only) answering
+`POST /v1/chat/completions`, which the environment reaches through verifiers' own stock
+`OpenAIChatCompletionsClient` and the real `openai` SDK. An HTTP server rather than an in-process
+client object because then nothing of the environment's path is replaced: its client, message
+normalisation, error handling and stop conditions run exactly as against vLLM.
+
+Every request carries the rollout's `trajectory_id` (verifiers' `extra_headers_from_state`), and the
+server records each call under it: prompt ids, sampled ids, behaviour log-probs, finish reason. A
+rollout's first call encodes its messages as `encode_prompt` does (chat template when the tokenizer
+has one, else `role: content` lines ending in `assistant:`). A later call must extend the previous
+call's messages by the assistant message the server returned plus new environment messages; its
+prefix is the previous prefix + the sampled ids, unchanged, + the environment messages encoded once
+(`_bridge`). So rlvr never re-tokenises the joined conversation; a call that rewrites history is
+refused with HTTP 400 (verifiers then ends that rollout with an error).
+
+`VerifiersRollouts.generate` runs `env.run_group` for each problem and returns rlvr `Group`s:
+`token_ids` = everything after the first prompt (sampled ids and environment ids in order),
+`loss_mask` 1 exactly on sampled ids, `logprobs` the engine's behaviour log-probs there and 0.0 on
+environment ids, `score.reward` the environment rubric's own reward (`details` its metrics),
+`finish_reason` one of stop / length (last turn hit its token cap or the context) / turns / env (an
+environment stop condition) / error (verifiers recorded an error; flag `vf_error`). Not guaranteed:
+bit-reproducible groups (concurrent rollouts reach the shared generator in arrival order); tool-
+calling envs (`vf.ToolEnv`: the server returns no `tool_calls`); byte-identity of the bridge with a
+template's rendering of the whole conversation (the tokens trained are the tokens used).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import queue
+import threading
+import uuid
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Sequence
+
+import torch
+
+from rlvr.models.policy import encode_prompt
+from rlvr.rollout.base import SamplingParams, stamp
+from rlvr.types import Completion, Group, Problem, Score
+
+TRAJECTORY_HEADER = "X-Rlvr-Trajectory"
+
+
+@dataclass
+class Call:
+    prompt_ids: list[int]
+    bridge: int                  # how many of prompt_ids' last ids are new environment ids
+    ids: list[int]
+    logprobs: list[float]
+    finish: str                  # "stop" | "length"
+    messages: list[dict]         # the request's messages as (role, content) dicts
+    content: str                 # the text returned for `ids`
+
+
+@dataclass
+class _Job:
+    prefix: list[int]
+    params: SamplingParams
+    done: threading.Event = field(default_factory=threading.Event)
+    row: tuple | None = None
+
+
+class BadRequest(Exception):
+    pass
+
+
+def _plain(messages: list[dict]) -> str:
+    return "\n".join(f"{m['role']}: {m['content']}" for m in messages)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):       # OpenAI content parts: only text is supported
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return "" if content is None else str(content)
+
+
+class OpenAIServer:
+    """rlvr's engine (`continue_ids`) as an OpenAI chat-completions endpoint, with per-call records.
+    Requests that arrive together decode together (one engine call per batch of requests)."""
+
+    def __init__(self, engine, tokenizer, max_new_tokens: int = 64, batch_wait_s: float = 0.02):
+        self.engine, self.tokenizer = engine, tokenizer
+        self.max_new_tokens, self.batch_wait_s = max_new_tokens, batch_wait_s
+        self.context = int(getattr(engine.model.config, "max_position_embeddings", 1 << 30))
+        self.calls: dict[str, list[Call]] = {}
+        self.gen = torch.Generator().manual_seed(0)
+        self._lock = threading.Lock()
+        self._jobs: queue.Queue = queue.Queue()
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._threads = [threading.Thread(target=self._http.serve_forever, daemon=True),
+                         threading.Thread(target=self._decode_loop, daemon=True)]
+        for t in self._threads:
+            t.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._http.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self._http.shutdown()
+        self._http.server_close()
+        self._jobs.put(None)
+
+    def reset(self, seed: int) -> None:
+        """Forget past calls and reseed the sampling generator (start of a `generate` call)."""
+        with self._lock:
+            self.calls.clear()
+        self.gen = torch.Generator().manual_seed(seed)
+
+    # ---- one request -----------------------------------------------------------------------------
+
+    def complete(self, body: dict, trajectory: str | None) -> dict:
+        """An OpenAI chat.completion for `body`; raises BadRequest on what it cannot serve."""
+        if not trajectory:
+            raise BadRequest(f"missing {TRAJECTORY_HEADER} header")
+        if body.get("tools"):
+            raise BadRequest("tool calling is not supported by this server")
+        if int(body.get("n", 1)) != 1:
+            raise BadRequest("n must be 1")
+        messages = [{"role": m["role"], "content": _text(m.get("content"))} for m in body["messages"]]
+        with self._lock:
+            history = self.calls.get(trajectory, [])
+        prefix, bridge = self._prefix(messages, history[-1] if history else None)
+        cap = int(body.get("max_completion_tokens") or body.get("max_tokens") or self.max_new_tokens)
+        cap = min(cap, self.max_new_tokens, self.context - len(prefix))
+        if cap <= 0:
+            raise BadRequest(f"prompt_too_long: {len(prefix)} tokens, context length {self.context}")
+        temperature = float(body.get("temperature", 1.0))      # 0: greedy, as in OpenAI's API
+        params = SamplingParams(temperature if temperature > 0 else 1.0,
+                                float(body.get("top_p", 1.0)), cap, greedy=temperature == 0)
+        ids, logps, finish = self._sample(prefix, params)
+        content = self.tokenizer.decode(ids[:-1] if finish == "stop" else ids,
+                                        skip_special_tokens=True)
+        with self._lock:
+            self.calls.setdefault(trajectory, []).append(
+                Call(prefix, bridge, ids, logps, finish, messages, content))
+        return {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": 0,
+                "model": body.get("model", "rlvr"),
+                "choices": [{"index": 0, "finish_reason": finish, "logprobs": None,
+                             "message": {"role": "assistant", "content": content}}],
+                "usage": {"prompt_tokens": len(prefix), "completion_tokens": len(ids),
+                          "total_tokens": len(prefix) + len(ids)}}
+
+    def _prefix(self, messages: list[dict], last: Call | None) -> tuple[list[int], int]:
+        """Prompt ids for a call: the first call's messages encoded; a later call's = the last
+        call's prefix and sampled ids unchanged + its new environment messages encoded once."""
+        if last is None:
+            return encode_prompt(self.tokenizer, Problem("vf", messages)), 0
+        said = {"role": "assistant", "content": last.content}
+        n = len(last.messages)
+        if messages[:n + 1] != last.messages + [said] or len(messages) == n + 1:
+            raise BadRequest("messages do not extend this trajectory's last call (history rewritten)")
+        new = self._bridge(messages[n + 1:], last)
+        return last.prompt_ids + last.ids + new, len(new)
+
+    def _bridge(self, env_messages: list[dict], last: Call) -> list[int]:
+        tok = self.tokenizer
+        if not getattr(tok, "chat_template", None):
+            text = "\n" + _plain(env_messages) + "\nassistant:"
+            return list(tok(text, add_special_tokens=False)["input_ids"])
+        # The template's rendering of a stand-in assistant turn, with and without the environment
+        # messages after it: the difference, from just after the end-of-turn id, is the bridge.
+        dummy = [{"role": "assistant", "content": "x"}]
+        full = _ids(tok.apply_chat_template(dummy + env_messages, add_generation_prompt=True))
+        base = _ids(tok.apply_chat_template(dummy, add_generation_prompt=False))
+        if full[:len(base)] != base:
+            raise BadRequest("chat template cannot be split after an assistant turn")
+        end = last.ids[-1] if last.finish == "stop" else None
+        cut = max((i + 1 for i, t in enumerate(base) if t == end), default=len(base))
+        return full[cut:]
+
+    # ---- the engine ------------------------------------------------------------------------------
+
+    def _sample(self, prefix: list[int], params: SamplingParams) -> tuple[list[int], list[float], str]:
+        job = _Job(prefix, params)
+        self._jobs.put(job)
+        job.done.wait()
+        if isinstance(job.row, BaseException):
+            raise job.row
+        tokens, logps, reason = job.row
+        return list(tokens), [float(x) for x in logps], reason
+
+    def _decode_loop(self) -> None:
+        running = True
+        while running:
+            jobs = [self._jobs.get()]
+            while jobs[-1] is not None:    # concurrent rollouts' requests arrive within a few ms
+                try:
+                    jobs.append(self._jobs.get(timeout=self.batch_wait_s))
+                except queue.Empty:
+                    break
+            if jobs[-1] is None:
+                running = False
+                jobs.pop()
+            by_params: dict[SamplingParams, list[_Job]] = {}
+            for j in jobs:
+                by_params.setdefault(j.params, []).append(j)
+            for params, group in by_params.items():
+                try:
+                    rows = self.engine.continue_ids([j.prefix for j in group], params, self.gen)
+                except Exception as e:          # these requests fail; the server keeps serving
+                    rows = [e] * len(group)
+                for j, row in zip(group, rows):
+                    j.row = row
+                    j.done.set()
+
+
+def _ids(x) -> list[int]:
+    return list(x["input_ids"] if hasattr(x, "keys") else x)
+
+
+def _handler(server: OpenAIServer):
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                return self._send(404, {"error": {"message": f"no route {self.path}"}})
+            try:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                out = server.complete(body, self.headers.get(TRAJECTORY_HEADER))
+            except (BadRequest, KeyError, TypeError, ValueError) as e:
+                return self._send(400, {"error": {"message": str(e), "type": "invalid_request_error"}})
+            except Exception as e:              # the engine failed: the client sees why
+                return self._send(500, {"error": {"message": repr(e), "type": "server_error"}})
+            self._send(200, out)
+
+        def _send(self, status: int, obj: dict) -> None:
+            data = json.dumps(obj).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):      # quiet: one line per request is noise in training logs
+            pass
+    return Handler
+
+
+# ---- environment rollouts → rlvr groups ------------------------------------------------------------
+
+def problems_from_env(env, n: int = -1, eval_split: bool = False) -> list[Problem]:
+    """The environment's (formatted) dataset rows as Problems; the row travels in metadata."""
+    rows = env.get_eval_dataset(n) if eval_split else env.get_dataset(n)
+    return [Problem(f"vf/{r['example_id']}", r["prompt"], r.get("answer"), "verifiers",
+                    {"vf_input": dict(r)}) for r in rows]
+
+
+class VerifiersRollouts:
+    """`generate(problems, n, params, seed) -> list[Group]` (the `RolloutEngine` signature) over a
+    verifiers environment: its rollout loop and rubric, rlvr's engine and tokens."""
+
+    def __init__(self, env, engine, tokenizer, max_new_tokens: int = 64, model: str = "rlvr"):
+        from verifiers.types import ClientConfig
+
+        self.env, self.engine, self.tokenizer, self.model = env, engine, tokenizer, model
+        self.pad_id = engine.pad_id
+        self.server = OpenAIServer(engine, tokenizer, max_new_tokens)
+        # max_retries=0: a retried request would be sampled (and recorded) twice.
+        self.client = ClientConfig(api_base_url=self.server.base_url, api_key_var="RLVR_NO_KEY",
+                                   max_retries=0, extra_headers_from_state={
+                                       TRAJECTORY_HEADER: "trajectory_id"})
+
+    def load_weights(self, policy, version: int = 0) -> None:
+        self.engine.load_weights(policy, version)
+
+    def close(self) -> None:
+        self.server.close()
+
+    def generate(self, problems: Sequence[Problem], n: int, params: SamplingParams,
+                 seed: int) -> list[Group]:
+        self.server.reset(seed)
+        sampling = {"temperature": 0.0 if params.greedy else params.temperature,
+                    "top_p": params.top_p, "max_tokens": params.max_new_tokens}
+        outputs = asyncio.run(self._run(problems, n, sampling))
+        groups = [self._group(p, outs) for p, outs in zip(problems, outputs)]
+        stamp(groups, self.engine.version, seed)
+        return groups
+
+    async def _run(self, problems, n, sampling):
+        return await asyncio.gather(*(
+            self.env.run_group([p.metadata["vf_input"]] * n, self.client, self.model, sampling,
+                               state_columns=["trajectory_id"]) for p in problems))
+
+    def _group(self, problem: Problem, outputs: list[dict]) -> Group:
+        episodes = [self._completion(o) for o in outputs]
+        prompts = {tuple(prompt) for prompt, _ in episodes}
+        if len(prompts) != 1:
+            raise RuntimeError(f"{problem.id}: rollouts of one group started from different prompts")
+        return Group(problem, list(prompts.pop()), [c for _, c in episodes])
+
+    def _completion(self, out: dict) -> tuple[list[int], Completion]:
+        calls = self.server.calls.get(out["trajectory_id"])
+        if not calls:
+            raise RuntimeError(f"rollout {out['trajectory_id']} made no model call "
+                               f"(verifiers error: {out.get('error')})")
+        prompt = calls[0].prompt_ids
+        ids, mask, logps = [], [], []
+        for c in calls:
+            env_ids = c.prompt_ids[len(c.prompt_ids) - c.bridge:] if c.bridge else []
+            ids += env_ids + c.ids
+            mask += [0] * len(env_ids) + [1] * len(c.ids)
+            logps += [0.0] * len(env_ids) + c.logprobs
+        assert calls[-1].prompt_ids + calls[-1].ids == prompt + ids   # stitched, never re-encoded
+        error = out.get("error")
+        flags = ("vf_error",) if error else ()
+        score = Score(float(out.get("reward") or 0.0), float(out.get("reward") or 0.0) > 0, flags,
+                      details={"metrics": out.get("metrics"), "stop_condition": out.get("stop_condition"),
+                               "error": error})
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        return prompt, Completion(text, ids, logps, _finish(out, calls, self.env), score, mask,
+                                  len(calls))
+
+
+def _finish(out: dict, calls: list[Call], env) -> str:
+    stop = out.get("stop_condition")
+    if out.get("error") or stop == "has_error":
+        return "error"
+    if calls[-1].finish == "length" or stop == "prompt_too_long":
+        return "length"
+    if stop == "max_turns_reached":
+        return "stop" if getattr(env, "max_turns", 0) == 1 else "turns"
+    return "env"
