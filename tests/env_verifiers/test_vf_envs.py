@@ -246,3 +246,25 @@ def test_one_grpo_step_changes_weights(tiny):
                           default_loss_spec())
     assert torch.isfinite(torch.tensor(stats["loss"]))
     assert any(not torch.equal(b, p) for b, p in zip(before, model.parameters()))
+
+
+TEMPLATE = ("{% for m in messages %}{{ '<|' + m['role'] + '|>' + m['content'] + eos_token }}"
+            "{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>' }}{% endif %}")
+
+
+def test_chat_template_bridge(tiny):
+    """With a chat template, the prompt is the template's and each environment message is the
+    template's rendering of it after an assistant turn (from just after the end-of-turn id)."""
+    model, tok = tiny[0], copy.deepcopy(tiny[1])
+    tok.chat_template = TEMPLATE
+    groups, spy, _ = _rollouts((model, tok), MoreEnv(dataset=dataset(), rubric=rubric(), max_turns=5))
+    enc = lambda s: list(tok(s, add_special_tokens=False)["input_ids"])   # noqa: E731
+    env_ids = enc("<|user|>more") + [tok.eos_token_id] + enc("<|assistant|>")
+    for g in groups:
+        q = g.problem.prompt[0]["content"]
+        assert g.prompt_ids == enc(f"<|user|>{q}") + [tok.eos_token_id] + enc("<|assistant|>")
+        for c in g.completions:
+            segs = _segments(c)
+            assert len(segs) == 3
+            assert [c.token_ids[a:b] for (_, a), (b, _) in zip(segs, segs[1:])] == [env_ids] * 2
+    assert len(spy.calls) == 18
