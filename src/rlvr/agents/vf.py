@@ -72,6 +72,12 @@ class BadRequest(Exception):
     pass
 
 
+class _HTTPServer(ThreadingHTTPServer):
+    # The rollouts of a step connect at once; the default backlog of 5 resets the rest.
+    request_queue_size = 1024
+    daemon_threads = True
+
+
 def _plain(messages: list[dict]) -> str:
     return "\n".join(f"{m['role']}: {m['content']}" for m in messages)
 
@@ -94,7 +100,7 @@ class OpenAIServer:
         self.gen = torch.Generator().manual_seed(0)
         self._lock = threading.Lock()
         self._jobs: queue.Queue = queue.Queue()
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._http = _HTTPServer(("127.0.0.1", 0), _handler(self))
         self._threads = [threading.Thread(target=self._http.serve_forever, daemon=True),
                          threading.Thread(target=self._decode_loop, daemon=True)]
         for t in self._threads:
