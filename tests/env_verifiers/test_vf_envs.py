@@ -235,11 +235,12 @@ def test_one_grpo_step_changes_weights(tiny):
     env = MoreEnv(dataset=dataset(), rubric=rubric(), max_turns=5)
     rollouts = VerifiersRollouts(env, HFEngine(model, tok), tok, max_new_tokens=PARAMS.max_new_tokens)
     try:
-        groups = rollouts.generate(problems_from_env(env), 4, PARAMS, seed=1)
+        # 2 x 16 rollouts connect at once (a listen backlog of 5 reset some of them)
+        groups = rollouts.generate(problems_from_env(env), 16, PARAMS, seed=1)
     finally:
         rollouts.close()
     rewards = torch.tensor([g.rewards for g in groups])                          # [P, G]
-    assert float(rewards.std()) > 0
+    assert float(rewards.std()) > 0 and all(len(g.completions) == 16 for g in groups)
     before = [p.detach().clone() for p in model.parameters()]
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     stats = update_policy(model, opt, build_batch(groups, group_advantages(rewards), tok.pad_token_id),
