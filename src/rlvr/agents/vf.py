@@ -1,13 +1,13 @@
 """Environments written for the `verifiers` package run in rlvr unchanged, sampled by rlvr's engine.
 
-The classic verifiers API (`vf.SingleTurnEnv`, `vf.MultiTurnEnv` and their `vf.Rubric`; verifiers
-0.2–0.3, where `import verifiers as vf` still exposes it: 0.4 keeps only its new `verifiers.v1`
-stack) rolls out by calling a model through an OpenAI client. `OpenAIServer` is rlvr's engine behind
-that interface: a real local HTTP server (stdlib `ThreadingHTTPServer`, 127.0.0.1 only) answering
-`POST /v1/chat/completions`, which the environment reaches through verifiers' own stock
-`OpenAIChatCompletionsClient` and the real `openai` SDK. An HTTP server rather than an in-process
-client object because then nothing of the environment's path is replaced: its client, message
-normalisation, error handling and stop conditions run exactly as against vLLM.
+The classic verifiers API (`vf.SingleTurnEnv`, `vf.MultiTurnEnv` and their `vf.Rubric`; tested with
+verifiers 0.3.1, where `import verifiers as vf` still exposes it: 0.4 keeps only its new
+`verifiers.v1` stack) rolls out by calling a model through an OpenAI client. `OpenAIServer` is
+rlvr's engine behind that interface: a real local HTTP server (stdlib `ThreadingHTTPServer`,
+127.0.0.1 only) answering `POST /v1/chat/completions`, which the environment reaches through
+verifiers' own stock `OpenAIChatCompletionsClient` and the real `openai` SDK. An HTTP server rather
+than an in-process client object because then nothing of the environment's path is replaced: its
+client, message normalisation, error handling and stop conditions run exactly as against vLLM.
 
 Every request carries the rollout's `trajectory_id` (verifiers' `extra_headers_from_state`), and the
 server records each call under it: prompt ids, sampled ids, behaviour log-probs, finish reason. A
@@ -21,12 +21,13 @@ refused with HTTP 400 (verifiers then ends that rollout with an error).
 `VerifiersRollouts.generate` runs `env.run_group` for each problem and returns rlvr `Group`s:
 `token_ids` = everything after the first prompt (sampled ids and environment ids in order),
 `loss_mask` 1 exactly on sampled ids, `logprobs` the engine's behaviour log-probs there and 0.0 on
-environment ids, `score.reward` the environment rubric's own reward (`details` its metrics),
-`finish_reason` one of stop / length (last turn hit its token cap or the context) / turns / env (an
-environment stop condition) / error (verifiers recorded an error; flag `vf_error`). Not guaranteed:
-bit-reproducible groups (concurrent rollouts reach the shared generator in arrival order); tool-
-calling envs (`vf.ToolEnv`: the server returns no `tool_calls`); byte-identity of the bridge with a
-template's rendering of the whole conversation (the tokens trained are the tokens used).
+environment ids, `score.reward` the environment rubric's own reward (`details` its metrics;
+`correct` is reward > 0, a rubric having no notion of correct), `finish_reason` one of stop / length
+(last turn hit its token cap or the context) / turns / env (an environment stop condition) / error
+(verifiers recorded an error; flag `vf_error`). Not guaranteed: bit-reproducible groups (concurrent
+rollouts reach the shared generator in arrival order); tool-calling envs (`vf.ToolEnv`: the server
+returns no `tool_calls`); byte-identity of the bridge with a template's rendering of the whole
+conversation (the tokens trained are the tokens used).
 """
 
 from __future__ import annotations
