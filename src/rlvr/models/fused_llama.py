@@ -79,6 +79,8 @@ class Weights:
         self.eps = cfg.rms_norm_eps
         self.rotary = inner.rotary_emb
         self.embed = inner.embed_tokens.weight
+        # nn.Embedding's padding_idx row gets no gradient in the HF forward; F.embedding needs it named
+        self.padding_idx = inner.embed_tokens.padding_idx
         self.final_norm = inner.norm.weight.float()
         self.lm_head = model.lm_head.weight.to(dtype)
         self.layers = [_Layer(layer.input_layernorm.weight.float(),
@@ -163,7 +165,7 @@ def completion_logits(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor
     pos = (mask.cumsum(-1) - 1).clamp_(min=0)
     cos, sin = w.rope_table(int(pos.max()) + 1)
     allowed = prefix_mask(mask)
-    h = run_layers(w, F.embedding(ids, w.embed).float(), cos[pos][:, None], sin[pos][:, None],
+    h = run_layers(w, F.embedding(ids, w.embed, w.padding_idx).float(), cos[pos][:, None], sin[pos][:, None],
                    lambda _, q, k, v: eager_attention(q, k, v, allowed))
     tc = completion_ids.shape[1]
     return logits(w, h[:, -tc - 1:-1])
@@ -205,6 +207,6 @@ class Decoder:
                 k, v = self.k_cache[i][:, :, :end], self.v_cache[i][:, :, :end]
             return eager_attention(q, k, v, attn_mask)
 
-        h = run_layers(self.w, F.embedding(ids, self.w.embed).float(), cos, sin, attend)
+        h = run_layers(self.w, F.embedding(ids, self.w.embed, self.w.padding_idx).float(), cos, sin, attend)
         out = logits(self.w, h[:, -1])   # [B, V]
         return out.repeat_interleave(repeat, 0) if repeat > 1 else out

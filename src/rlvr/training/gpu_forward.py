@@ -40,7 +40,7 @@ def _fused_hidden(model, ids, mask, dtype, checkpointing: bool) -> torch.Tensor:
     cos, sin = w.rope_table(int(pos.max()) + 1)
     cos, sin = cos[pos][:, None], sin[pos][:, None]
     allowed = fused_llama.prefix_mask(mask.cpu()).to(ids.device)
-    h = F.embedding(ids, w.embed).float()
+    h = F.embedding(ids, w.embed, w.padding_idx).float()
     attend = lambda _, q, k, v: sdpa_attention(q, k, v, allowed)  # noqa: E731
     if not checkpointing:
         h = fused_llama.run_layers(w, h, cos, sin, attend)
