@@ -63,14 +63,14 @@ class ModelConfig:
 
 @dataclass(frozen=True)
 class DataConfig:
-    task: str = "arithmetic"           # arithmetic | reasoning_gym:NAME[=W],... | "" to read `train_path`
+    task: str = "arithmetic"           # arithmetic | agentic | reasoning_gym:NAME[=W],... | "" to read `train_path`
     train_path: str = ""               # jsonl / parquet / dataset directory
     eval_path: str = ""
     verifier: str = ""                 # default verifier for rows that name none
     prompt_field: str = "prompt"       # column holding the prompt (MBPP: text, APPS: question)
     verifier_options: dict = field(default_factory=dict)  # {verifier name: {option: value}}
     heldout_size: int = 500
-    difficulty: int = 3                # built-in task: number of digits
+    difficulty: int = 3                # built-in tasks (arithmetic, agentic): number of digits
     ops: str = "+"                     # built-in task: operators to draw from, e.g. "+-"
     task_options: dict = field(default_factory=dict)  # {reasoning-gym task: {its config}}
     reward_funcs: tuple[dict, ...] = ()  # TRL reward functions / verifiers, weighted: the verifier `reward_funcs`
@@ -157,6 +157,19 @@ class DoctorConfig:
 
 
 @dataclass(frozen=True)
+class AgentConfig:
+    """Agent episodes (`data.task: agentic`): budgets and the workspace's test policy."""
+
+    max_turns: int = 5                  # model turns per episode
+    max_tokens: int = 80                # model + environment tokens per episode, after the prompt
+    turn_tokens: int = 24               # new tokens per model turn
+    tests_writable: bool = False        # True: writes to tests succeed (still flagged); the tamper control arm
+    tamper_penalty: float = 0.0         # subtracted from the reward of an episode flagged tamper_attempt
+    tool_timeout_s: float = 5.0         # per sandboxed tool call (run_tests, python, calc) and final score
+    sandbox_workers: int = 1            # sandbox processes the episodes' tools share
+
+
+@dataclass(frozen=True)
 class EvalConfig:
     k: tuple[int, ...] = ()             # pass@k / maj@k during training (empty: greedy only)
     max_new_tokens: int = 0             # 0: same as rollout
@@ -173,6 +186,7 @@ class Config:
     curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
     dynamic_sampling: DynamicSamplingConfig = field(default_factory=DynamicSamplingConfig)
     doctor: DoctorConfig = field(default_factory=DoctorConfig)
+    agent: AgentConfig = field(default_factory=AgentConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
 
 
@@ -229,6 +243,12 @@ _RULES: dict[str, tuple[typing.Callable[[Any], bool], str]] = {
     "doctor.mismatch_kl_max": (lambda v: v > 0, "a number > 0"),
     "doctor.length_growth": (lambda v: v > 1, "a number > 1"),
     "doctor.tamper_max": (lambda v: 0 <= v <= 1, "a number in [0, 1]"),
+    "agent.max_turns": (lambda v: v >= 1, "an integer >= 1"),
+    "agent.max_tokens": (lambda v: v >= 1, "an integer >= 1"),
+    "agent.turn_tokens": (lambda v: v >= 1, "an integer >= 1"),
+    "agent.tamper_penalty": (lambda v: v >= 0, "a number >= 0"),
+    "agent.tool_timeout_s": (lambda v: v > 0, "a number of seconds > 0"),
+    "agent.sandbox_workers": (lambda v: v >= 1, "an integer >= 1"),
     "run.keep_last": (lambda v: v >= 1, "an integer >= 1"),
     "eval.k": (lambda v: all(k >= 1 for k in v), "a list of integers >= 1, e.g. [1, 4, 16]"),
     "eval.max_new_tokens": (lambda v: v >= 0, "an integer >= 0 (0: same as rollout)"),
@@ -249,6 +269,9 @@ def _cross_checks(cfg: Config) -> None:
         check_terms(cfg.data.reward_funcs)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    if cfg.agent.turn_tokens > cfg.agent.max_tokens:
+        raise ConfigError(f"agent.turn_tokens ({cfg.agent.turn_tokens}) must be <= agent.max_tokens "
+                          f"({cfg.agent.max_tokens}): a turn cannot be longer than its episode")
     if not cfg.data.task and not cfg.data.train_path:
         raise ConfigError("data.train_path: required when data.task is empty")
 

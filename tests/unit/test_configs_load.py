@@ -13,7 +13,7 @@ def test_there_are_shipped_configs():
 
 def test_a_preset_loads_by_name_and_an_unknown_name_lists_them():
     assert config.load("quickstart").grpo.steps == config.load(config.PRESETS / "quickstart.yaml").grpo.steps
-    with pytest.raises(config.ConfigError, match="presets: quickstart"):
+    with pytest.raises(config.ConfigError, match=r"presets: (\w+, )*quickstart"):
         config.load("quickstrat")
 
 

@@ -13,7 +13,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="builtin:tiny-llama", help="student: checkpoint path or builtin:tiny-llama")
     p.add_argument("--out", required=True, help="directory for the fine-tuned checkpoint")
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--task", default="arithmetic", help="built-in task whose reasoner writes the traces")
+    src.add_argument("--task", default="arithmetic",
+                     help="built-in task whose reasoner writes the traces: arithmetic | agentic (episodes)")
     src.add_argument("--data", help="JSONL of {prompt, completion} rows")
     src.add_argument("--teacher", help="teacher checkpoint: keep its verified samples (distillation)")
     p.add_argument("--problems", help="with --teacher: problems JSONL (default: the built-in task)")
@@ -28,6 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup-steps", type=int, default=50)
     p.add_argument("--stop-accuracy", type=float, default=0.0,
                    help="stop once held-out greedy accuracy (built-in task) reaches this")
+    p.add_argument("--tamper-share", type=float, default=0.0,
+                   help="with --task agentic: share of traces that empty the check instead (experiments/tamper.py)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (bf16 on a GPU)")
@@ -43,12 +46,18 @@ def _check(args: argparse.Namespace) -> None:
         value = getattr(args, name)
         if value and not Path(value).exists():
             raise UserError(f"--{name}: {value} does not exist")
-    if args.task and args.task != "arithmetic":
-        raise UserError(f"--task: unknown task {args.task!r}; known: arithmetic")
+    if args.task and args.task not in ("arithmetic", "agentic"):
+        raise UserError(f"--task: unknown task {args.task!r}; known: arithmetic, agentic")
+    if not 0 <= args.tamper_share <= 1:
+        raise UserError(f"--tamper-share: must be in [0, 1] (got {args.tamper_share})")
+    if args.task == "agentic" and (args.data or args.teacher):
+        raise UserError("--task agentic: cannot be combined with --data or --teacher")
 
 
 def run_sft(args: argparse.Namespace) -> int:
     _check(args)
+    if args.task == "agentic" and not args.data and not args.teacher:
+        return run_agentic_sft(args)
     from rlvr.models.policy import load_policy
     from rlvr.training.setup import set_threads
     from rlvr.training.sft import SFTConfig, sft, task_probe
@@ -71,6 +80,34 @@ def run_sft(args: argparse.Namespace) -> int:
     tokenizer.save_pretrained(out)
     (out / "sft_summary.json").write_text(json.dumps(result, indent=2))
     print(f"saved {out} after {result['steps']} steps (loss {result['loss']:.4f})")
+    return 0
+
+
+def run_agentic_sft(args: argparse.Namespace) -> int:
+    """Cold start for `data.task: agentic`: masked SFT on the reasoner's episodes (tool calls and
+    the observations a workspace answers), in the layout `rlvr train` samples. From
+    builtin:tiny-llama the tiny model is built with the task's extra characters (tool names)."""
+    from rlvr.agents.train import reasoner_batches, sft_episodes
+    from rlvr.models.policy import BUILTIN_TINY, load_policy
+    from rlvr.models.tiny import CHARS, build_model
+    from rlvr.tasks.agentic import EXTRA_CHARS, AgenticTask
+    from rlvr.training.setup import set_threads
+
+    set_threads(args.threads)
+    if args.model == BUILTIN_TINY:
+        model, tokenizer = build_model(args.seed, chars=CHARS + list(EXTRA_CHARS))
+    else:
+        model, tokenizer = load_policy(args.model, seed=args.seed)
+    task = AgenticTask(args.digits)
+    losses = sft_episodes(model, tokenizer, reasoner_batches(task, args.batch_size, args.seed,
+                                                             args.tamper_share),
+                          args.steps, lr=args.lr, log=lambda line: print(line, flush=True))
+    out = Path(args.out)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    result = {"steps": args.steps, "loss": losses[-1], "task": "agentic", "tamper_share": args.tamper_share}
+    (out / "sft_summary.json").write_text(json.dumps(result, indent=2))
+    print(f"saved {out} after {args.steps} steps (loss {losses[-1]:.4f})")
     return 0
 
 

@@ -27,7 +27,8 @@ def step_metrics(groups: Sequence[Group], advantages_P_G: torch.Tensor, max_new_
         "completions/mean_length": float(lengths.mean()),
         "completions/max_length": float(lengths.max()),
         "completions/min_length": float(lengths.min()),
-        "completions/clipped_ratio": sum(c.finish_reason == "length" for c in comps) / len(comps),
+        # an agent episode that ran out of tokens ("tokens") is cut off like a "length" completion
+        "completions/clipped_ratio": sum(c.finish_reason in ("length", "tokens") for c in comps) / len(comps),
         "completions/total_tokens": float(lengths.sum()),
         "advantages/abs_mean": float(advantages_P_G.abs().mean()),
         "group_pass_rates": [round(sum(c.score.correct for c in g.completions) / len(g.completions), 4)
@@ -35,6 +36,9 @@ def step_metrics(groups: Sequence[Group], advantages_P_G: torch.Tensor, max_new_
     }
     for name, count in sorted(flags.items()):
         out[f"flags/{name}"] = count / len(comps)
+    if any(c.loss_mask is not None for c in comps):      # agent episodes: turns and finish reasons
+        from rlvr.agents.episode import episode_metrics
+        out.update({k: v for k, v in episode_metrics(groups).items() if k.startswith("episodes/")})
     out.update(per_verifier_metrics(groups, std_tol))
     return out
 

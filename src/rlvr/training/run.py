@@ -69,6 +69,7 @@ class Run:
         resume_from = run._resume_point()
         from rlvr.models.policy import load_policy, load_reference
         run.policy, run.tokenizer = load_policy(cfg.model.path, cfg.model.dtype, cfg.seed, run.device)
+        getattr(run.task, "check_tokenizer", lambda tok: None)(run.tokenizer)   # before any file is written
         if cfg.model.gradient_checkpointing and hasattr(run.policy, "gradient_checkpointing_enable"):
             run.policy.gradient_checkpointing_enable()   # HF forward; the fused path checkpoints itself
         run.engine_model = run.policy
@@ -121,7 +122,7 @@ class Run:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lr_multiplier(g.lr_schedule, g.steps, g.warmup_steps, g.min_lr_ratio))
         self.engine = build_engine(cfg, self.engine_model, self.tokenizer, self.device, self.dp,
-                                   engine_model)
+                                   engine_model, self.task)
         from rlvr.training.rollouts import Rollouts
         self.rollouts = Rollouts(self, cfg.rollout.max_staleness)
         self.sampler = build_sampler(cfg, self.task, self.train_problems)

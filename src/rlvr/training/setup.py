@@ -61,12 +61,20 @@ def build_task(cfg: Config):
 
     if cfg.data.task.startswith(PREFIX):
         return ReasoningGymTask(cfg.data.task, cfg.data.task_options, cfg.seed, cfg.data.heldout_size)
-    tasks = {"arithmetic": lambda: ArithmeticTask(cfg.data.difficulty, cfg.data.ops)}
+    tasks = {"arithmetic": lambda: ArithmeticTask(cfg.data.difficulty, cfg.data.ops),
+             "agentic": lambda: _agentic_task(cfg)}
     if cfg.data.task not in tasks:
         raise ConfigError(f"invalid value {cfg.data.task!r} for data.task; allowed: "
                           f"{', '.join(tasks)}, reasoning_gym:NAME[=WEIGHT],..., "
                           "or '' with data.train_path")
     return tasks[cfg.data.task]()
+
+
+def _agentic_task(cfg: Config):
+    from rlvr.agents.runtime import EpisodeTask
+    from rlvr.tasks.agentic import AgenticTask
+
+    return EpisodeTask(AgenticTask(cfg.data.difficulty), cfg.agent)
 
 
 def build_reward_funcs(cfg: Config) -> dict[str, Any]:
@@ -125,6 +133,12 @@ def check_engine(cfg: Config) -> None:
 def _check_combinations(cfg: Config, engine: str, distributed: bool) -> None:
     """Combinations with no tested code path behind them stop before anything is written."""
     lora, ahead = cfg.model.lora.r > 0, cfg.rollout.max_staleness > 0
+    if cfg.data.task == "agentic":
+        key = ("rollout.engine" if engine != "hf" else "rollout.max_staleness" if ahead
+               else "torchrun" if distributed else "model.lora.r" if lora else None)
+        if key is not None:
+            raise ConfigError(f"{key}: data.task=agentic runs episodes on the in-process engine only "
+                              "(rollout.engine=hf, max_staleness=0, one process, no LoRA) for now")
     if distributed and (lora or ahead):
         key = "model.lora.r" if lora else "rollout.max_staleness"
         raise ConfigError(f"{key}: not supported under torchrun yet (single process only)")
@@ -151,9 +165,17 @@ def build_data_parallel(cfg: Config):
     return DataParallel(cfg.run.data_parallel) if world_from_env()[1] > 1 else None
 
 
-def build_engine(cfg: Config, policy, tokenizer, device=None, dp=None, engine_model=None):
+def build_engine(cfg: Config, policy, tokenizer, device=None, dp=None, engine_model=None, task=None):
     """The rollout engine; under torchrun it samples each rank's share and gathers them, and
-    under FSDP2 it generates from `engine_model`, an unsharded copy synced on `load_weights`."""
+    under FSDP2 it generates from `engine_model`, an unsharded copy synced on `load_weights`.
+    A task that plays episodes (`episode_engine`, e.g. `data.task: agentic`) wraps the engine."""
+    engine = _build_engine(cfg, policy, tokenizer, device, dp, engine_model)
+    if task is not None and hasattr(task, "episode_engine"):
+        return task.episode_engine(engine, tokenizer)
+    return engine
+
+
+def _build_engine(cfg: Config, policy, tokenizer, device=None, dp=None, engine_model=None):
     from rlvr.rollout.hf import HFEngine
 
     check_engine(cfg)
