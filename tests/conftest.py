@@ -55,3 +55,40 @@ def make_cold_start(path, digits: int = 2, steps: int = 400, seed: int = 0, batc
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+@pytest.fixture
+def episode_grads():
+    """Two ways to get the gradient of an update on episode groups (agent tests): through the
+    library's `update_policy` (SGD with lr 1, so the weight change is the gradient), and through a
+    plain HF forward of each full sequence with a chosen token mask, for comparison."""
+    import copy
+    from types import SimpleNamespace
+
+    import torch
+
+    from rlvr.agents.train import default_loss_spec
+    from rlvr.training.update import update_policy
+
+    def by_update(model, batch):
+        m = copy.deepcopy(model)
+        opt = torch.optim.SGD(m.parameters(), lr=1.0)
+        before = [p.detach().clone() for p in m.parameters()]
+        update_policy(m, opt, batch, default_loss_spec(), grad_clip=0.0, skip_zero_advantage=False)
+        return [b - p.detach() for b, p in zip(before, m.parameters())]
+
+    def reference(model, groups, adv, mask_of):
+        """Gradient of -Σ_i A_i Σ_t∈mask logp_t / Σ mask via a plain HF forward of each sequence."""
+        m = copy.deepcopy(model)
+        m.zero_grad()
+        rows = [(g.prompt_ids, c, float(adv[p, j])) for p, g in enumerate(groups)
+                for j, c in enumerate(g.completions)]
+        total = sum(sum(mask_of(c)) for _, c, _ in rows)
+        for prompt, c, a in rows:
+            ids = torch.tensor([prompt + c.token_ids])
+            logits = m(input_ids=ids).logits[0, len(prompt) - 1:-1].float()          # [T, V]
+            logp = torch.log_softmax(logits, -1).gather(-1, ids[0, len(prompt):, None]).squeeze(-1)
+            (-(a * (logp * torch.tensor(mask_of(c), dtype=torch.float32)).sum()) / total).backward()
+        return [p.grad if p.grad is not None else torch.zeros_like(p) for p in m.parameters()]
+
+    return SimpleNamespace(by_update=by_update, reference=reference)

@@ -179,30 +179,7 @@ def test_rewritten_history_is_refused(tiny):
     assert len(spy.calls) == 6
 
 
-def _grads_by_update(model, batch):
-    m = copy.deepcopy(model)
-    opt = torch.optim.SGD(m.parameters(), lr=1.0)
-    before = [p.detach().clone() for p in m.parameters()]
-    update_policy(m, opt, batch, default_loss_spec(), grad_clip=0.0, skip_zero_advantage=False)
-    return [b - p.detach() for b, p in zip(before, m.parameters())]   # = the gradient (SGD, lr 1)
-
-
-def _grads_reference(model, groups, adv, mask_of):
-    """Gradient of -Σ_i A_i Σ_t∈mask logp_t / Σ mask through a plain HF forward of each sequence."""
-    m = copy.deepcopy(model)
-    m.zero_grad()
-    rows = [(g.prompt_ids, c, float(adv[p, j])) for p, g in enumerate(groups)
-            for j, c in enumerate(g.completions)]
-    total = sum(sum(mask_of(c)) for _, c, _ in rows)
-    for prompt, c, a in rows:
-        ids = torch.tensor([prompt + c.token_ids])
-        logits = m(input_ids=ids).logits[0, len(prompt) - 1:-1].float()          # [T, V]
-        logp = torch.log_softmax(logits, -1).gather(-1, ids[0, len(prompt):, None]).squeeze(-1)
-        (-(a * (logp * torch.tensor(mask_of(c), dtype=torch.float32)).sum()) / total).backward()
-    return [p.grad if p.grad is not None else torch.zeros_like(p) for p in m.parameters()]
-
-
-def test_environment_tokens_get_no_gradient(tiny):
+def test_environment_tokens_get_no_gradient(tiny, episode_grads):
     model, tok = tiny
     groups, spy, _ = _rollouts(tiny, MoreEnv(dataset=dataset(), rubric=rubric(), max_turns=5))
     adv = torch.tensor([[1.0, -0.5, 0.25], [-1.0, 0.75, 0.5]])
@@ -210,9 +187,9 @@ def test_environment_tokens_get_no_gradient(tiny):
     # Exact, pad row included: the model can sample <pad> mid-sequence, and the fused path's
     # embedding skips the padding_idx row's gradient as nn.Embedding does.
     got, model_only, every_token = (
-        _grads_by_update(model, batch),
-        _grads_reference(model, groups, adv, lambda c: c.loss_mask),
-        _grads_reference(model, groups, adv, lambda c: [1] * len(c.token_ids)))
+        episode_grads.by_update(model, batch),
+        episode_grads.reference(model, groups, adv, lambda c: c.loss_mask),
+        episode_grads.reference(model, groups, adv, lambda c: [1] * len(c.token_ids)))
     scale = max(float(b.abs().max()) for b in model_only)
     assert max(float((a - b).abs().max()) for a, b in zip(got, model_only)) < 1e-4 * scale
     assert max(float((a - b).abs().max()) for a, b in zip(got, every_token)) > 0.05 * scale

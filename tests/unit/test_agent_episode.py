@@ -3,7 +3,6 @@ environment's tokens get no gradient, finish reasons, and the tool-call formats.
 
 from __future__ import annotations
 
-import copy
 
 import pytest
 import torch
@@ -11,12 +10,11 @@ import torch
 from rlvr.agents.calls import PlainFormat, QwenFormat, choose_format
 from rlvr.agents.env import Step, ToolCall
 from rlvr.agents.episode import Budget, episode_metrics, run_episodes
-from rlvr.agents.train import default_loss_spec
 from rlvr.models.tiny import CHARS, build_model
 from rlvr.rollout.base import SamplingParams
 from rlvr.rollout.hf import HFEngine
 from rlvr.tasks.agentic import EXTRA_CHARS
-from rlvr.training.update import build_batch, update_policy
+from rlvr.training.update import build_batch
 from rlvr.types import Problem, Score
 
 
@@ -121,36 +119,13 @@ def test_token_ids_are_sampled_ids_plus_encoded_observations(tiny):
         assert batch.loss_mask[row, n:].sum() == 0
 
 
-def _grads_by_update(model, batch):
-    m = copy.deepcopy(model)
-    opt = torch.optim.SGD(m.parameters(), lr=1.0)
-    before = [p.detach().clone() for p in m.parameters()]
-    update_policy(m, opt, batch, default_loss_spec(), grad_clip=0.0, skip_zero_advantage=False)
-    return [b - p.detach() for b, p in zip(before, m.parameters())]   # = the gradient (SGD, lr 1)
-
-
-def _grads_reference(model, groups, adv, mask_key):
-    """Gradient of -Σ_i A_i Σ_t∈mask logp_t / Σ mask via a plain HF forward of each full sequence."""
-    m = copy.deepcopy(model)
-    m.zero_grad()
-    episodes = [(g.prompt_ids, c, float(adv[p, j])) for p, g in enumerate(groups)
-                for j, c in enumerate(g.completions)]
-    total = sum(sum(mask_key(c)) for _, c, _ in episodes)
-    for prompt, c, a in episodes:
-        ids = torch.tensor([prompt + c.token_ids])
-        logits = m(input_ids=ids).logits[0, len(prompt) - 1:-1].float()         # [T, V]
-        logp = torch.log_softmax(logits, -1).gather(-1, ids[0, len(prompt):, None]).squeeze(-1)
-        (-(a * (logp * torch.tensor(mask_key(c), dtype=torch.float32)).sum()) / total).backward()
-    return [p.grad if p.grad is not None else torch.zeros_like(p) for p in m.parameters()]
-
-
-def test_environment_tokens_get_no_gradient(tiny):
+def test_environment_tokens_get_no_gradient(tiny, episode_grads):
     model = tiny[0]
     groups, _, _ = _episodes(tiny)
     adv = torch.tensor([[1.0, -0.5, 0.25], [-1.0, 0.75, 0.5]])
-    got = _grads_by_update(model, build_batch(groups, adv, tiny[2].pad_id))
-    model_only = _grads_reference(model, groups, adv, lambda c: c.loss_mask)
-    every_token = _grads_reference(model, groups, adv, lambda c: [1] * len(c.token_ids))
+    got = episode_grads.by_update(model, build_batch(groups, adv, tiny[2].pad_id))
+    model_only = episode_grads.reference(model, groups, adv, lambda c: c.loss_mask)
+    every_token = episode_grads.reference(model, groups, adv, lambda c: [1] * len(c.token_ids))
     err = max(float((a - b).abs().max()) for a, b in zip(got, model_only))
     scale = max(float(b.abs().max()) for b in model_only)
     assert err < 1e-4 * scale
