@@ -63,7 +63,7 @@ class ModelConfig:
 
 @dataclass(frozen=True)
 class DataConfig:
-    task: str = "arithmetic"           # arithmetic | agentic | reasoning_gym:NAME[=W],... | "" to read `train_path`
+    task: str = "arithmetic"           # arithmetic | agentic | reasoning_gym:NAME[=W],... | verifiers:MODULE:FN | "" to read `train_path`
     train_path: str = ""               # jsonl / parquet / dataset directory
     eval_path: str = ""
     verifier: str = ""                 # default verifier for rows that name none
@@ -72,7 +72,7 @@ class DataConfig:
     heldout_size: int = 500
     difficulty: int = 3                # built-in tasks (arithmetic, agentic): number of digits
     ops: str = "+"                     # built-in task: operators to draw from, e.g. "+-"
-    task_options: dict = field(default_factory=dict)  # {reasoning-gym task: {its config}}
+    task_options: dict = field(default_factory=dict)  # {reasoning-gym task: {its config}} | verifiers: load_environment kwargs
     reward_funcs: tuple[dict, ...] = ()  # TRL reward functions / verifiers, weighted: the verifier `reward_funcs`
 
 

@@ -269,6 +269,7 @@ class VerifiersRollouts:
 
         self.env, self.engine, self.tokenizer, self.model = env, engine, tokenizer, model
         self.pad_id = engine.pad_id
+        self.terms = _reward_terms(env.rubric)
         self.server = OpenAIServer(engine, tokenizer, max_new_tokens)
         # max_retries=0: a retried request would be sampled (and recorded) twice.
         self.client = ClientConfig(api_base_url=self.server.base_url, api_key_var="RLVR_NO_KEY",
@@ -318,12 +319,31 @@ class VerifiersRollouts:
         assert calls[-1].prompt_ids + calls[-1].ids == prompt + ids   # stitched, never re-encoded
         error = out.get("error")
         flags = ("vf_error",) if error else ()
+        metrics = out.get("metrics") or {}
+        # "terms": the rubric's weighted functions as a combined verifier's terms (the metric
+        # rewards/<name>/mean); weight-0 monitors (MultiTurnEnv's num_turns) stay in "metrics"
         score = Score(float(out.get("reward") or 0.0), float(out.get("reward") or 0.0) > 0, flags,
                       details={"metrics": out.get("metrics"), "stop_condition": out.get("stop_condition"),
-                               "error": error})
+                               "error": error,
+                               "terms": {k: v for k, v in metrics.items() if k in self.terms}})
         text = self.tokenizer.decode(ids, skip_special_tokens=True)
         return prompt, Completion(text, ids, logps, _finish(out, calls, self.env), score, mask,
                                   len(calls))
+
+
+def _reward_terms(rubric) -> set[str]:
+    """Names of the rubric's functions with a non-zero weight (private helpers of verifiers'
+    classic Rubric and RubricGroup; without them every metric counts as a term)."""
+    try:
+        names, weights = rubric._get_reward_func_names(), rubric._get_reward_weights()
+    except AttributeError:
+        return _Everything()
+    return {n for n, w in zip(names, weights) if w != 0}
+
+
+class _Everything:
+    def __contains__(self, item) -> bool:
+        return True
 
 
 def _finish(out: dict, calls: list[Call], env) -> str:

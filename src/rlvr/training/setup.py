@@ -61,12 +61,14 @@ def build_task(cfg: Config):
 
     if cfg.data.task.startswith(PREFIX):
         return ReasoningGymTask(cfg.data.task, cfg.data.task_options, cfg.seed, cfg.data.heldout_size)
+    if cfg.data.task.startswith("verifiers:"):
+        return _verifiers_task(cfg)
     tasks = {"arithmetic": lambda: ArithmeticTask(cfg.data.difficulty, cfg.data.ops),
              "agentic": lambda: _agentic_task(cfg)}
     if cfg.data.task not in tasks:
         raise ConfigError(f"invalid value {cfg.data.task!r} for data.task; allowed: "
                           f"{', '.join(tasks)}, reasoning_gym:NAME[=WEIGHT],..., "
-                          "or '' with data.train_path")
+                          "verifiers:module:function, or '' with data.train_path")
     return tasks[cfg.data.task]()
 
 
@@ -75,6 +77,14 @@ def _agentic_task(cfg: Config):
     from rlvr.tasks.agentic import AgenticTask
 
     return EpisodeTask(AgenticTask(cfg.data.difficulty), cfg.agent)
+
+
+def _verifiers_task(cfg: Config):
+    from rlvr.agents.vftask import VerifiersTask
+
+    # the server's per-turn cap: each request asks for the rollout's or the eval's own cap
+    cap = max(cfg.rollout.max_new_tokens, cfg.eval.max_new_tokens)
+    return VerifiersTask(cfg.data.task, cfg.data.task_options, cfg.seed, cfg.data.heldout_size, cap)
 
 
 def build_reward_funcs(cfg: Config) -> dict[str, Any]:
@@ -94,8 +104,8 @@ def build_problems(cfg: Config) -> tuple[dict[str, Any], list[Problem], list[Pro
     if cfg.data.task:
         task = build_task(cfg)
         heldout = task.heldout(cfg.data.heldout_size)
-        if hasattr(task, "verifiers"):
-            return task.verifiers(), [], heldout, task
+        if hasattr(task, "verifiers"):   # a finite dataset (verifiers envs) is drawn in epochs
+            return task.verifiers(), getattr(task, "train_problems", list)(), heldout, task
         return build_verifiers({"arithmetic"}, cfg.data.verifier_options), [], heldout, task
     custom = build_reward_funcs(cfg)
     default = cfg.data.verifier or ("reward_funcs" if custom else "")
@@ -133,11 +143,12 @@ def check_engine(cfg: Config) -> None:
 def _check_combinations(cfg: Config, engine: str, distributed: bool) -> None:
     """Combinations with no tested code path behind them stop before anything is written."""
     lora, ahead = cfg.model.lora.r > 0, cfg.rollout.max_staleness > 0
-    if cfg.data.task == "agentic":
+    if cfg.data.task == "agentic" or cfg.data.task.startswith("verifiers:"):
         key = ("rollout.engine" if engine != "hf" else "rollout.max_staleness" if ahead
                else "torchrun" if distributed else "model.lora.r" if lora else None)
         if key is not None:
-            raise ConfigError(f"{key}: data.task=agentic runs episodes on the in-process engine only "
+            kind = "agentic" if cfg.data.task == "agentic" else "verifiers:..."
+            raise ConfigError(f"{key}: data.task={kind} runs episodes on the in-process engine only "
                               "(rollout.engine=hf, max_staleness=0, one process, no LoRA) for now")
     if distributed and (lora or ahead):
         key = "model.lora.r" if lora else "rollout.max_staleness"
@@ -211,7 +222,7 @@ def build_sampler(cfg: Config, task, problems: list[Problem]):
     if cfg.curriculum.enabled or cfg.dynamic_sampling.enabled:
         pool = problems or task.sample(random.Random(f"{cfg.seed}/pool"), cfg.curriculum.pool_size, "train")
         return CurriculumSampler(pool, n, cfg.seed, cfg.curriculum, band=cfg.curriculum.enabled)
-    if task is not None:
+    if task is not None and not problems:
         return TaskSampler(task, n, cfg.seed)
     return DatasetSampler(problems, n, cfg.seed)
 

@@ -93,12 +93,18 @@ def _import_target(target: str):
     return importlib.import_module(target)
 
 
+def resolve(fn_spec: str) -> Any:
+    """The attribute named by `module:attr` or `path/to/file.py:attr`, imported now (uncached).
+    Also used for `data.task: verifiers:SPEC` (`rlvr.agents.vftask`)."""
+    target, _, attr = fn_spec.rpartition(":")
+    return getattr(_import_target(target), attr)
+
+
 def load_function(fn_spec: str, init: Mapping[str, Any] | None = None) -> Callable[..., Any]:
     """The callable named by `module:attr` or `file.py:attr` (a factory called with `init`)."""
     key = (fn_spec, repr(sorted((init or {}).items())))
     if key not in _LOADED:
-        target, _, attr = fn_spec.rpartition(":")
-        fn = getattr(_import_target(target), attr)
+        fn = resolve(fn_spec)
         if init is not None:
             fn = fn(**init)
         if not callable(fn):
