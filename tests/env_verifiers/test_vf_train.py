@@ -125,6 +125,18 @@ def test_single_turn_env_trains_from_a_module_name(tmp_path, env_file):
     assert json.loads((run_dir / "summary.json").read_text())["heldout_size"] == 2
 
 
+def test_curriculum_and_dynamic_sampling_see_the_rubric(tmp_path, env_file):
+    run_dir = tmp_path / "curriculum"
+    proc = _train(_config(tmp_path, run_dir, f"verifiers:{env_file}:single"),
+                  "curriculum.enabled=true", "dynamic_sampling.enabled=true")
+    assert proc.returncode == 0, proc.stderr
+    rates = [json.loads(x) for x in _lines(run_dir, "pass_rates.jsonl")]
+    # pass rates per training problem: reward > 0 counts (vowels), from the rubric via the ledger
+    assert rates and all(r["id"].startswith("vf/") for r in rates)
+    assert sum(r["completions"] for r in rates) >= 3 * 2 * 4 and any(r["correct"] > 0 for r in rates)
+    assert all("dynamic/informative_groups" in r for r in _steps(run_dir))
+
+
 def test_heldout_split_without_an_eval_dataset(tmp_path, env_file):
     """Seeded, disjoint from training, rows // 5 rows (capped by heldout_size)."""
     from rlvr.agents.vftask import load_environment, split_problems
