@@ -85,13 +85,12 @@ class EpisodeVerifier:
             self._on_close()
 
 
-class EpisodeEngine:
-    """A `RolloutEngine` whose completions are multi-turn episodes (see the module docstring)."""
+class LedgerEngine:
+    """What every engine that records its groups' scores in a ledger shares: it wraps the run's
+    engine (weights, version, padding come from it) and closes it and its owner's resources."""
 
-    def __init__(self, inner, tokenizer, make_env: EnvFactory, budget: Budget, ledger: ScoreLedger,
-                 fmt: CallFormat | None = None, on_close=None):
-        self.inner, self.tokenizer, self.make_env = inner, tokenizer, make_env
-        self.budget, self.ledger, self.fmt, self._on_close = budget, ledger, fmt, on_close
+    def __init__(self, inner, ledger: ScoreLedger, on_close=None):
+        self.inner, self.ledger, self._on_close = inner, ledger, on_close
         self.pad_id = inner.pad_id
         self.vocab_limit = getattr(inner, "vocab_limit", None)
 
@@ -103,14 +102,6 @@ class EpisodeEngine:
     def version(self) -> int:
         return self.inner.version
 
-    def generate(self, problems: Sequence[Problem], n: int, params: SamplingParams,
-                 seed: int) -> list[Group]:
-        groups = run_episodes(self.inner, self.tokenizer, problems, n, self.make_env, params, seed,
-                              self.budget, self.fmt, getattr(self.inner, "use_chat_template", True))
-        stamp(groups, self.inner.version, seed)
-        self.ledger.record(groups)
-        return groups
-
     def load_weights(self, policy, version: int = 0) -> None:
         self.inner.load_weights(policy, version)
 
@@ -118,3 +109,20 @@ class EpisodeEngine:
         getattr(self.inner, "close", lambda: None)()
         if self._on_close is not None:
             self._on_close()
+
+
+class EpisodeEngine(LedgerEngine):
+    """A `RolloutEngine` whose completions are multi-turn episodes (see the module docstring)."""
+
+    def __init__(self, inner, tokenizer, make_env: EnvFactory, budget: Budget, ledger: ScoreLedger,
+                 fmt: CallFormat | None = None, on_close=None):
+        super().__init__(inner, ledger, on_close)
+        self.tokenizer, self.make_env, self.budget, self.fmt = tokenizer, make_env, budget, fmt
+
+    def generate(self, problems: Sequence[Problem], n: int, params: SamplingParams,
+                 seed: int) -> list[Group]:
+        groups = run_episodes(self.inner, self.tokenizer, problems, n, self.make_env, params, seed,
+                              self.budget, self.fmt, getattr(self.inner, "use_chat_template", True))
+        stamp(groups, self.inner.version, seed)
+        self.ledger.record(groups)
+        return groups

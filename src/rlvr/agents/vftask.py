@@ -27,7 +27,7 @@ import dataclasses
 import random
 from typing import Any, Mapping
 
-from rlvr.agents.engine import EpisodeVerifier, ScoreLedger
+from rlvr.agents.engine import EpisodeVerifier, LedgerEngine, ScoreLedger
 from rlvr.errors import ConfigError
 from rlvr.types import Problem
 
@@ -130,31 +130,15 @@ class VerifiersTask:
             rollouts.close()
 
 
-class VerifiersEngine:
+class VerifiersEngine(LedgerEngine):
     """A `RolloutEngine` over `VerifiersRollouts` that records each rollout's rubric score for
     the verifier (as `EpisodeEngine` does for rlvr's own episodes)."""
 
     def __init__(self, rollouts, inner, ledger: ScoreLedger, on_close):
-        self.rollouts, self.inner, self.ledger, self._on_close = rollouts, inner, ledger, on_close
-        self.pad_id = inner.pad_id
-        self.vocab_limit = getattr(inner, "vocab_limit", None)
-
-    @property
-    def model(self):
-        return self.inner.model
-
-    @property
-    def version(self) -> int:
-        return self.inner.version
+        super().__init__(inner, ledger, on_close)
+        self.rollouts = rollouts
 
     def generate(self, problems, n, params, seed):
         groups = self.rollouts.generate(problems, n, params, seed)
         self.ledger.record(groups)
         return groups
-
-    def load_weights(self, policy, version: int = 0) -> None:
-        self.inner.load_weights(policy, version)
-
-    def close(self) -> None:
-        getattr(self.inner, "close", lambda: None)()
-        self._on_close()
