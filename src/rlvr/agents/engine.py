@@ -58,18 +58,24 @@ class ScoreLedger:
         return sum(len(q) for q in self._scores.values())
 
 
+def workspace_reference(problem: Problem) -> None:
+    """A `Workspace` problem's reference: a non-empty `tests` mapping (ValueError otherwise)."""
+    ref = problem.reference
+    if not isinstance(ref, dict) or not isinstance(ref.get("tests"), dict) or not ref["tests"]:
+        raise ValueError(f"problem {problem.id}: reference must hold a non-empty 'tests' mapping")
+
+
 class EpisodeVerifier:
-    """The verifier of episode problems: the environment's own score of each episode."""
+    """The verifier of episode problems: the environment's own score of each episode.
+    `check_reference` is the environment's own rule (a workspace needs tests; a verifiers
+    environment's rubric reads whatever its dataset holds, so it checks nothing)."""
 
     takes_token_ids = True
 
-    def __init__(self, ledger: ScoreLedger, name: str = "workspace", on_close=None):
+    def __init__(self, ledger: ScoreLedger, name: str = "workspace", on_close=None,
+                 check_reference=workspace_reference):
         self.ledger, self.name, self._on_close = ledger, name, on_close
-
-    def check_reference(self, problem: Problem) -> None:
-        ref = problem.reference
-        if not isinstance(ref, dict) or not isinstance(ref.get("tests"), dict) or not ref["tests"]:
-            raise ValueError(f"problem {problem.id}: reference must hold a non-empty 'tests' mapping")
+        self.check_reference = check_reference
 
     def score_batch(self, responses: Sequence[str], problems: Sequence[Problem],
                     token_ids: Sequence[Sequence[int]] | None = None) -> list[Score]:

@@ -49,15 +49,16 @@ class EpisodeTask:
 
     def episode_engine(self, engine, tokenizer) -> EpisodeEngine:
         """The run's engine, playing episodes (needs `continue_ids`, i.e. the in-process engine)."""
-        fmt = choose_format(tokenizer)
-        self.check_tokenizer(tokenizer)
-        return EpisodeEngine(engine, tokenizer, self.make_env, self.budget, self.ledger, fmt,
-                             on_close=self.close)
+        return EpisodeEngine(engine, tokenizer, self.make_env, self.budget, self.ledger,
+                             self.check_tokenizer(tokenizer), on_close=self.close)
 
-    def check_tokenizer(self, tokenizer) -> None:
-        """Raise ConfigError when the model cannot write this task's plain tool calls."""
-        if choose_format(tokenizer).name == "plain":
+    def check_tokenizer(self, tokenizer):
+        """The tool-call format this tokenizer writes; ConfigError when it is the plain format
+        and the model cannot write this task's plain tool calls."""
+        fmt = choose_format(tokenizer)
+        if fmt.name == "plain":
             check_tokenizer(tokenizer)
+        return fmt
 
     def close(self) -> None:
         pool, self._pool = self._pool, None

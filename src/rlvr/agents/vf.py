@@ -319,10 +319,10 @@ class VerifiersRollouts:
         assert calls[-1].prompt_ids + calls[-1].ids == prompt + ids   # stitched, never re-encoded
         error = out.get("error")
         flags = ("vf_error",) if error else ()
-        metrics = out.get("metrics") or {}
+        metrics, reward = out.get("metrics") or {}, float(out.get("reward") or 0.0)
         # "terms": the rubric's weighted functions as a combined verifier's terms (the metric
         # rewards/<name>/mean); weight-0 monitors (MultiTurnEnv's num_turns) stay in "metrics"
-        score = Score(float(out.get("reward") or 0.0), float(out.get("reward") or 0.0) > 0, flags,
+        score = Score(reward, reward > 0, flags,
                       details={"metrics": out.get("metrics"), "stop_condition": out.get("stop_condition"),
                                "error": error,
                                "terms": {k: v for k, v in metrics.items() if k in self.terms}})

@@ -37,10 +37,10 @@ NAME = "verifiers"              # the verifier name: metrics are reward/verifier
 
 def load_environment(task: str, options: Mapping[str, Any]):
     """The environment `data.task: verifiers:SPEC` names, built with `options`; ConfigError else."""
-    from rlvr.verifiers.reward_funcs import _FN_SPEC, resolve
+    from rlvr.verifiers.reward_funcs import FN_SPEC, resolve
 
     spec = task[len(PREFIX):]
-    if not _FN_SPEC.match(spec):
+    if not FN_SPEC.match(spec):
         raise ConfigError(f"invalid value {task!r} for data.task; expected verifiers:module:function "
                           "or verifiers:path/to/env.py:function")
     vf = _import_vf()
@@ -116,7 +116,7 @@ class VerifiersTask:
         return self._heldout[:n]
 
     def verifiers(self) -> dict:
-        return {NAME: EpisodeVerifier(self.ledger, NAME, self.close)}
+        return {NAME: EpisodeVerifier(self.ledger, NAME, self.close, check_reference=lambda p: None)}
 
     def episode_engine(self, engine, tokenizer) -> "VerifiersEngine":
         from rlvr.agents.vf import VerifiersRollouts

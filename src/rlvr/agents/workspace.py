@@ -42,16 +42,23 @@ from typing import Any
 from rlvr.agents.env import Step, ToolCall
 from rlvr.types import Problem, Score
 
-# Runs inside the sandbox as a stdio program: stdin is {"files", "tests", "nonce"}.
-RUNNER = r"""
+# The start of both in-sandbox programs: their job (stdin, JSON) and `_write(files)`, which lays the
+# workspace's files out in the job's emptied directory.
+_PRELUDE = r"""
 import json, os, sys
+def _write(files):
+    for path, text in files.items():
+        d = os.path.dirname(path)
+        if d:
+            os.makedirs(d, exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+"""
+
+# Runs inside the sandbox as a stdio program: stdin is {"files", "tests", "nonce"}.
+RUNNER = _PRELUDE + r"""
 job = json.loads(sys.stdin.read())
-for path, text in job["files"].items():
-    d = os.path.dirname(path)
-    if d:
-        os.makedirs(d, exist_ok=True)
-    with open(path, "w") as f:
-        f.write(text)
+_write(job["files"])
 sys.path.insert(0, os.getcwd())
 for name in job["tests"]:
     exec(compile(job["files"][name], name, "exec"), {"__name__": "__main__"})
@@ -61,16 +68,10 @@ print("\n" + job["nonce"])
 # The `python` tool's program: the agent's code runs over a copy of the workspace; afterwards (also
 # after an exception) a closing line, tagged with this call's nonce, lists the test paths whose
 # content differs from the source of truth (changed, deleted, or replaced through a link).
-PYTHON = r"""
-import json, os, sys
+PYTHON = _PRELUDE + r"""
 def _main():
     job = json.loads(sys.stdin.read())
-    for path, text in job["files"].items():
-        d = os.path.dirname(path)
-        if d:
-            os.makedirs(d, exist_ok=True)
-        with open(path, "w") as f:
-            f.write(text)
+    _write(job["files"])
     tests, nonce, read = job["tests"], job["nonce"], open
     code = job.pop("code")
     del job

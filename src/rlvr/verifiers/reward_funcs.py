@@ -43,7 +43,7 @@ from rlvr.verifiers.trl_call import discard, check_rewards, combine, trl_kwargs
 
 NAME = "reward_funcs"
 _TERM_KEYS = {"fn", "verifier", "weight", "init", "options", "primary", "name", "timeout_s"}
-_FN_SPEC = re.compile(r"^(?P<target>[^:]+):(?P<attr>[A-Za-z_][A-Za-z0-9_]*)$")
+FN_SPEC = re.compile(r"^(?P<target>[^:]+):(?P<attr>[A-Za-z_][A-Za-z0-9_]*)$")
 
 
 # ---- validation (config load time; imports nothing of the user's) ------------------------------
@@ -60,7 +60,7 @@ def check_terms(terms: Sequence[Any], key: str = "data.reward_funcs") -> None:
             raise ValueError(f"{where}.{unknown[0]}: unknown key; allowed: {', '.join(sorted(_TERM_KEYS))}")
         if ("fn" in term) == ("verifier" in term):
             raise ValueError(f"{where}: give exactly one of 'fn' (a reward function) or 'verifier'")
-        if "fn" in term and not (isinstance(term["fn"], str) and _FN_SPEC.match(term["fn"])):
+        if "fn" in term and not (isinstance(term["fn"], str) and FN_SPEC.match(term["fn"])):
             raise ValueError(f"{where}.fn: {term['fn']!r} must look like module:function or "
                              "path/to/file.py:function")
         if "verifier" in term and not isinstance(term["verifier"], str):
