@@ -7,8 +7,10 @@ from rlvr.verifiers.base import get_verifier
 from rlvr.verifiers.code import CodeVerifier
 from rlvr.verifiers.sandbox import SandboxUnavailable, probe
 
-CASES = {"entry_point": "sq", "cases": [{"args": [2], "expected": 4}, {"args": [-3], "expected": 9},
-                                        {"args": [0], "expected": 0}]}
+# x * 2 passes the first two cases and fails the last: the job is stopped at its first failing case,
+# so with the failure last its passed count (2) does not depend on how fast the stop lands.
+CASES = {"entry_point": "sq", "cases": [{"args": [2], "expected": 4}, {"args": [0], "expected": 0},
+                                        {"args": [-3], "expected": 9}]}
 
 
 def fenced(code):
