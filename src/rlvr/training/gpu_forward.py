@@ -1,6 +1,6 @@
 """The training forward on a GPU: hidden states, then chunked log-probs and entropies.
 
-Used by `update._logp_and_entropy` when the run's device is a GPU (the CPU path is untouched).
+The `gpu` backend of `rlvr.training.forward` (chosen when the run's device is a GPU).
 Llama/Qwen2 policies (`fused_llama.supports`) run the fused decoder stack with PyTorch's
 scaled-dot-product attention (memory-efficient kernels instead of an explicit [B, H, T, T]
 score tensor per layer); other models run their own decoder (`get_decoder()`) under autocast.
