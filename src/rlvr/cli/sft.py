@@ -87,11 +87,12 @@ def run_agentic_sft(args: argparse.Namespace) -> int:
     """Cold start for `data.task: agentic`: masked SFT on the reasoner's episodes (tool calls and
     the observations a workspace answers), in the layout `rlvr train` samples. From
     builtin:tiny-llama the tiny model is built with the task's extra characters (tool names)."""
-    from rlvr.agents.train import reasoner_batches, sft_episodes
+    from rlvr.agents.cold_start import reasoner_batches
     from rlvr.models.policy import BUILTIN_TINY, load_policy
     from rlvr.models.tiny import CHARS, build_model
     from rlvr.tasks.agentic import EXTRA_CHARS, AgenticTask
     from rlvr.training.setup import set_threads
+    from rlvr.training.sft import sft_episodes
 
     set_threads(args.threads)
     if args.model == BUILTIN_TINY:
@@ -99,8 +100,8 @@ def run_agentic_sft(args: argparse.Namespace) -> int:
     else:
         model, tokenizer = load_policy(args.model, seed=args.seed)
     task = AgenticTask(args.digits)
-    losses = sft_episodes(model, tokenizer, reasoner_batches(task, args.batch_size, args.seed,
-                                                             args.tamper_share),
+    losses = sft_episodes(model, tokenizer.pad_token_id,
+                          reasoner_batches(task, tokenizer, args.batch_size, args.seed, args.tamper_share),
                           args.steps, lr=args.lr, log=lambda line: print(line, flush=True))
     out = Path(args.out)
     model.save_pretrained(out)
