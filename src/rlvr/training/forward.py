@@ -2,11 +2,11 @@
 once per model and device, never per micro-batch.
 
 Three backends, looked up by `backend_name`: `gpu` (`gpu_forward.logp_and_entropy`: chunked LM
-head, fused decoder stack for Llama-family models) on a GPU; `fused` (`fused_llama.completion_logits`:
-same logits as the model's forward, fewer ops, an attention whose bf16 backward is fast on CPUs) for
-Llama-family models on a CPU; `model` (the model's own forward under autocast) for anything else
-and for every model wrapped for data parallelism, whose own forward must run (its hooks sync and
-gather the weights).
+head, fused decoder stack for Llama-family models) on a GPU; on a CPU the `fused` and `model`
+backends of `rlvr.models.backends` (the same two the CPU engine samples through): fused for the
+Llama family (same logits as the model's forward, fewer ops, an attention whose bf16 backward is
+fast on CPUs), the model's own forward under autocast for anything else. A model wrapped for data
+parallelism always runs its own forward (`model`), whose hooks sync and gather the weights.
 
 Whether a model is wrapped is read from what it is (a DDP wrapper has `.module`; `fully_shard`
 turns the module into an `FSDPModule`), not from the type of its first parameter: after a no-grad
@@ -23,12 +23,10 @@ from typing import Callable
 
 import torch
 
-from rlvr.algo.losses import token_entropy
-from rlvr.models import fused_llama
-from rlvr.models.policy import completion_logits, token_logprobs
+from rlvr.models import backends
 
-# (batch, temperature, autocast) -> (log-probs [B, Tc], entropies [B, Tc]); batch: `update.Batch`
-Forward = Callable[[object, float, bool], tuple[torch.Tensor, torch.Tensor]]
+# (batch, temperature) -> (log-probs [B, Tc], entropies [B, Tc]); batch: `update.Batch`
+Forward = Callable[[object, float], tuple[torch.Tensor, torch.Tensor]]
 
 
 def is_wrapped(model) -> bool:
@@ -51,41 +49,26 @@ def backend_name(model, compute) -> str:
         return "model"
     if compute.device.is_cuda:
         return "gpu"
-    return "fused" if fused_llama.supports(model) else "model"
+    return backends.backend_name(model)
 
 
-def choose(model, compute) -> Forward:
-    """The training forward of `model` under `compute` (an `update.Compute`)."""
-    return partial(BACKENDS[backend_name(model, compute)], model, compute)
+def choose(model, compute, autocast: bool) -> Forward:
+    """The training forward of `model` under `compute` (an `update.Compute`) and `autocast`."""
+    return _BUILD[backend_name(model, compute)](model, compute, autocast)
 
 
-def _tensors(batch):
-    return batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_mask
-
-
-def _gpu(model, compute, batch, temperature: float, autocast: bool):
+def _gpu(model, compute, autocast: bool, batch, temperature: float):
     from rlvr.training.gpu_forward import logp_and_entropy
-    return logp_and_entropy(model, *_tensors(batch), temperature=temperature, device=compute.device,
+    return logp_and_entropy(model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids,
+                            batch.completion_mask, temperature=temperature, device=compute.device,
                             autocast=autocast, checkpointing=compute.checkpointing,
                             vocab_limit=compute.vocab_limit)
 
 
-def _fused(model, compute, batch, temperature: float, autocast: bool):
-    dtype = torch.bfloat16 if autocast else torch.float32
-    return _from_logits(fused_llama.completion_logits(model, *_tensors(batch), dtype), batch, temperature)
+def _cpu(kind: type):
+    return lambda model, compute, autocast: kind(model, compute.device, autocast).logp_entropy
 
 
-def _model(model, compute, batch, temperature: float, autocast: bool):
-    with compute.device.autocast(autocast):
-        logits = completion_logits(model, *_tensors(batch))
-    return _from_logits(logits, batch, temperature)
-
-
-def _from_logits(logits: torch.Tensor, batch, temperature: float):
-    logits = logits.float()
-    if temperature != 1.0:
-        logits = logits / temperature
-    return token_logprobs(logits, batch.completion_ids), token_entropy(logits)
-
-
-BACKENDS: dict[str, Callable] = {"gpu": _gpu, "fused": _fused, "model": _model}
+_BUILD: dict[str, Callable[..., Forward]] = {
+    "gpu": lambda model, compute, autocast: partial(_gpu, model, compute, autocast),
+    "fused": _cpu(backends.FusedBackend), "model": _cpu(backends.ModelBackend)}

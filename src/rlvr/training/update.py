@@ -154,7 +154,7 @@ def _logp_and_entropy(model, batch: Batch, temperature: float, autocast: bool,
                       compute: Compute = Compute()):
     """One training forward of `model` on `batch`, its backend chosen for this call only (for
     callers outside the update; `update_policy` chooses once per model)."""
-    return forward.choose(model, compute)(batch, temperature, autocast)
+    return forward.choose(model, compute, autocast)(batch, temperature)
 
 
 def update_policy(model, optimizer, batch: Batch, spec: LossSpec, *, mu: int = 1,
@@ -175,12 +175,12 @@ def update_policy(model, optimizer, batch: Batch, spec: LossSpec, *, mu: int = 1
         return {"active_fraction": 0.0, "optimizer_steps": 0.0, "lr": lr}
     stats: dict[str, list[float]] = {"active_fraction": [float(plan.active.float().mean())]}
     work = batch.rows(plan.rows).trimmed(completions=trim).to(compute.device)
-    step = _Step(model, optimizer, forward.choose(model, compute), spec, plan, work, autocast,
+    step = _Step(model, optimizer, forward.choose(model, compute, autocast), spec, plan, work,
                  grad_clip, dp, stats)
     if spec.beta > 0:
-        step.ref_logp = _no_grad(forward.choose(reference, compute), work, spec.temperature, False)
+        step.ref_logp = _no_grad(forward.choose(reference, compute, False), work, spec.temperature)
     if not plan.single_pass:
-        step.prepare_old(_no_grad(step.forward, work, spec.temperature, autocast))
+        step.prepare_old(_no_grad(step.forward, work, spec.temperature))
     # Each minibatch of `size` sequences of the full batch is one optimizer step, normalised by
     # its share of the whole batch's normaliser (TRL's dapo rescales per accumulation window the
     # same way): every step has the full-batch gradient's scale, and over one pass the minibatch
@@ -205,9 +205,9 @@ class _Step:
     reference log-probs, importance weights)."""
 
     def __init__(self, model, optimizer, fwd: forward.Forward, spec: LossSpec, plan: UpdatePlan,
-                 work: Batch, autocast: bool, grad_clip: float, dp, stats: dict[str, list[float]]):
+                 work: Batch, grad_clip: float, dp, stats: dict[str, list[float]]):
         self.model, self.optimizer, self.forward, self.spec, self.plan = model, optimizer, fwd, spec, plan
-        self.work, self.autocast, self.grad_clip, self.dp, self.stats = work, autocast, grad_clip, dp, stats
+        self.work, self.grad_clip, self.dp, self.stats = work, grad_clip, dp, stats
         self.ref_logp: torch.Tensor | None = None
         self.old_logp: torch.Tensor | None = None
         self.weights: torch.Tensor | None = None
@@ -235,7 +235,7 @@ class _Step:
 
     def _part_loss(self, sub: Batch, mb: Minibatch, part: Part) -> torch.Tensor:
         spec = self.spec
-        logp, entropy = self.forward(sub, spec.temperature, self.autocast)
+        logp, entropy = self.forward(sub, spec.temperature)
         old = logp.detach() if self.old_logp is None else _pick(self.old_logp, mb.rows, part.rows)
         if self.plan.single_pass:   # weights from this forward's own detached log-probs
             part_weights, capped = _is_weights(spec, old, sub)
@@ -301,5 +301,5 @@ def _step(model, optimizer, loss: torch.Tensor, grad_clip: float, dp=None) -> fl
 
 
 @torch.no_grad()
-def _no_grad(fwd: forward.Forward, batch: Batch, temperature: float, autocast: bool) -> torch.Tensor:
-    return fwd(batch, temperature, autocast)[0]
+def _no_grad(fwd: forward.Forward, batch: Batch, temperature: float) -> torch.Tensor:
+    return fwd(batch, temperature)[0]
