@@ -98,7 +98,8 @@ def test_the_rules_catch_the_cases_they_are_for(tmp_path):
     src.parent.mkdir()
     (src.parent / "README.md").write_text("")
     lines = {
-        '"""Design: see /wo' 'rk/shared/SANDBOX.md."""': ["machine path '/work/'", "'/work/shared/SANDBOX.md'"],
+        '"""Design: see /wo' 'rk/shared/SANDBOX.md."""': ["machine path '/work/'",
+                                                        "'/work/shared/SANDBOX.md'"],
         "# measured by ../../sha" "red/SCALEOUT.md": ["outside the repository", "cites '../../shared"],
         "# (measured by ../sha" "red/SCALEOUT.md)": ["cites '../shared/SCALEOUT.md'"],
         "# (DESIGN.md, 'Scaling out')": ["cites 'DESIGN.md'"],
