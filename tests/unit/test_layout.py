@@ -48,8 +48,8 @@ def _package(module: str) -> str:
     return parts[1] if len(parts) > 1 else parts[0]
 
 
-def _targets(node: ast.AST, module: str, is_init: bool, top: str) -> list[str]:
-    """The absolute module names `node` imports (empty when it imports nothing of `top`)."""
+def _targets(node: ast.AST, module: str, is_init: bool) -> list[str]:
+    """The absolute dotted names `node` imports (empty when it is no import)."""
     if isinstance(node, ast.Import):
         return [a.name for a in node.names]
     if isinstance(node, ast.ImportFrom):
@@ -58,13 +58,28 @@ def _targets(node: ast.AST, module: str, is_init: bool, top: str) -> list[str]:
             head = ".".join(base + ([node.module] if node.module else []))
         else:
             head = node.module or ""
-        # `from rlvr import config` imports the submodule; `from rlvr import __version__` the root.
-        return [f"{head}.{a.name}" for a in node.names] if head == top else [head]
+        # `from a import b` imports submodule a.b if there is one, else module a: callers resolve
+        # each name to its longest prefix that is a module.
+        return [f"{head}.{a.name}" for a in node.names]
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
             and node.func.attr == "import_module" and node.args
             and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
         return [node.args[0].value]
     return []
+
+
+def _imports(root: Path) -> list[tuple[str, bool, str, str]]:
+    """(importer module, whether it is a package's __init__, imported name, "path:line") for every
+    import of a module of `root` in a module of `root`."""
+    top = root.name
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        module, is_init = _module_name(path, root)
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            for target in _targets(node, module, is_init):
+                if target == top or target.startswith(top + "."):
+                    out.append((module, is_init, target, f"{path.relative_to(root.parent)}:{node.lineno}"))
+    return out
 
 
 def package_edges(root: Path) -> Edges:
@@ -73,18 +88,24 @@ def package_edges(root: Path) -> Edges:
     packages = {p.stem if p.suffix else p.name for p in root.iterdir()
                 if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()}
     edges: Edges = {}
-    for path in sorted(root.rglob("*.py")):
-        module, is_init = _module_name(path, root)
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            for target in _targets(node, module, is_init, top):
-                if target != top and not target.startswith(top + "."):
-                    continue
-                name = _package(target)
-                dst = name if name in packages else top
-                src = _package(module)
-                if src != dst:
-                    site = f"{path.relative_to(root.parent)}:{node.lineno}"
-                    edges.setdefault((src, dst), []).append(site)
+    for module, _, target, site in _imports(root):
+        name = _package(target)
+        src, dst = _package(module), (name if name in packages else top)
+        if src != dst:
+            edges.setdefault((src, dst), []).append(site)
+    return edges
+
+
+def module_edges(root: Path) -> Edges:
+    """The same between modules. The imported module is the longest prefix of the imported name
+    that is a module; a package's __init__ re-exporting its own submodules is left out."""
+    modules = {_module_name(p, root)[0] for p in root.rglob("*.py")}
+    edges: Edges = {}
+    for module, is_init, target, site in _imports(root):
+        while target and target not in modules:
+            target = target.rpartition(".")[0]
+        if target and target != module and not (is_init and target.startswith(module + ".")):
+            edges.setdefault((module, target), []).append(site)
     return edges
 
 
@@ -98,8 +119,8 @@ def layer_violations(edges: Edges, layers: list[set[str]]) -> list[str]:
     return out
 
 
-def package_cycles(edges: Edges) -> list[list[str]]:
-    """The strongly connected components of more than one package (Tarjan), each sorted."""
+def cycles(edges: Edges) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan), each sorted."""
     graph: dict[str, set[str]] = {}
     for src, dst in edges:
         graph.setdefault(src, set()).add(dst)
@@ -135,7 +156,7 @@ def cycle_report(edges: Edges, layers: list[set[str]]) -> list[str]:
     """Each cycle with the edges that close it: those inside it that do not point to a lower layer."""
     rank = {name: i for i, layer in enumerate(layers) for name in layer}
     out = []
-    for component in package_cycles(edges):
+    for component in cycles(edges):
         closing = [f"{s} -> {d}: {', '.join(sites)}" for (s, d), sites in sorted(edges.items())
                    if s in component and d in component and rank.get(d, -1) >= rank.get(s, -1)]
         out.append(f"cycle among {', '.join(component)}, closed by " + "; ".join(closing))
@@ -148,8 +169,13 @@ def test_every_package_imports_only_lower_layers():
 
 
 def test_no_package_cycle():
-    cycles = cycle_report(package_edges(ROOT), LAYERS)
-    assert not cycles, "\n".join(["package cycles:"] + cycles)
+    found = cycle_report(package_edges(ROOT), LAYERS)
+    assert not found, "\n".join(["package cycles:"] + found)
+
+
+def test_no_module_cycle():
+    found = cycles(module_edges(ROOT))
+    assert not found, "\n".join(["module cycles:"] + [" -> ".join(c) for c in found])
 
 
 def test_layers_name_each_package_once():
@@ -182,7 +208,8 @@ def test_a_planted_lower_to_higher_import_fails(tmp_path):
                      ("high", "mid"): ["pkg/high/b.py:1"]}
     wrong = layer_violations(edges, [{"low"}, {"mid"}, {"high"}])
     assert wrong == ["low (layer 0) imports high (layer 2): pkg/low/a.py:2, pkg/low/c.py:2"]
-    assert package_cycles(edges) == [["high", "low", "mid"]]
+    assert cycles(edges) == [["high", "low", "mid"]]
+    assert cycles(module_edges(pkg)) == [["pkg.high.b", "pkg.low.a", "pkg.mid"]]
     assert layer_violations(edges, [{"low"}, {"high"}]) == [
         "mid: in no layer of LAYERS", "low (layer 0) imports high (layer 1): pkg/low/a.py:2, pkg/low/c.py:2"]
 
@@ -195,7 +222,7 @@ def test_a_planted_same_layer_cycle_is_found_and_the_root_counts_as_a_package(tm
     })
     edges = package_edges(pkg)
     assert set(edges) == {("pkg", "a"), ("a", "b"), ("b", "a"), ("b", "pkg")}
-    assert package_cycles(edges) == [["a", "b", "pkg"]]
+    assert cycles(edges) == [["a", "b", "pkg"]]
     assert cycle_report(edges, [{"a", "b"}, {"pkg"}]) == [
         "cycle among a, b, pkg, closed by a -> b: pkg/a.py:1; b -> a: pkg/b.py:1; b -> pkg: pkg/b.py:2"]
     assert layer_violations(edges, [{"a", "b"}, {"pkg"}]) == ["b (layer 0) imports pkg (layer 1): pkg/b.py:2"]
