@@ -117,7 +117,7 @@ class HFEngine:
             self.model.train(was_training)
 
     # The backend is chosen once, in __init__ (`self._decode`); these two stay separate names so
-    # a caller can force the model's own forward on a Llama-family model (tests, `models.zoo`).
+    # a caller can force the model's own forward on a Llama-family model (tests, `testing.zoo`).
     @torch.inference_mode()
     def _decode_fused(self, prompts: list[list[int]], n: int, params: SamplingParams,
                       gen: torch.Generator) -> Rows:
