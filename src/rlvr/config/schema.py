@@ -32,7 +32,8 @@ def between(lo: float, hi: float, default: Any, *, lo_open: bool = False, hi_ope
     """A number in [lo, hi], with either end open when asked; the description says which."""
     def check(v: Any) -> bool:
         return (lo < v if lo_open else lo <= v) and (v < hi if hi_open else v <= hi)
-    return rule(default, check, f"a number in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}")
+    low, high = "(" if lo_open else "[", ")" if hi_open else "]"
+    return rule(default, check, f"a number in {low}{lo:g}, {hi:g}{high}")
 
 
 _DEVICE = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
@@ -46,12 +47,15 @@ class RunConfig:
     best_metric: str = "eval/accuracy"
     eval_every: int = 25            # steps between held-out evaluations (0: only at the end)
     resume: str = rule("auto", bool, "auto, never, or a checkpoint path")   # auto | never | PATH
-    threads: int = at_least(0, "an integer >= 0", 0)   # torch intra-op threads (0: 1 on <= 2 cores, else cores // 2)
+    # torch intra-op threads (0: 1 on <= 2 cores, else cores // 2)
+    threads: int = at_least(0, "an integer >= 0", 0)
     progress: bool = True
     report: bool = True             # write report.html at the end
     transcripts_every: int = 10     # steps between sampled transcripts written to transcripts.jsonl
-    max_bad_steps: int = at_least(1, "an integer >= 1", 5)   # stop after this many non-finite updates in a row
-    device: str = rule("auto", lambda v: bool(_DEVICE.match(v)), "auto, cpu, cuda or cuda:N")  # auto: cuda when available
+    # stop after this many non-finite updates in a row
+    max_bad_steps: int = at_least(1, "an integer >= 1", 5)
+    # auto (cuda when available) | cpu | cuda | cuda:N
+    device: str = rule("auto", lambda v: bool(_DEVICE.match(v)), "auto, cpu, cuda or cuda:N")
     deterministic: bool = False     # GPU: deterministic algorithms + CUBLAS_WORKSPACE_CONFIG (slower)
     data_parallel: Literal["ddp", "fsdp2"] = "ddp"   # under torchrun (WORLD_SIZE > 1)
 
@@ -61,8 +65,9 @@ class LoraConfig:
     r: int = at_least(0, "an integer >= 0 (0: no LoRA)", 0)   # adapter rank; 0: train all weights (no PEFT)
     alpha: float = above(0, "a number > 0", 16.0)
     dropout: float = between(0, 1, 0.0, hi_open=True)
-    target_modules: tuple[str, ...] = rule(("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
-                                            "down_proj"), lambda v: len(v) > 0, "a non-empty list of module names")
+    target_modules: tuple[str, ...] = rule(
+        ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
+        lambda v: len(v) > 0, "a non-empty list of module names")
 
 
 @dataclass(frozen=True)
@@ -78,18 +83,23 @@ class ModelConfig:
 
 @dataclass(frozen=True)
 class DataConfig:
-    task: str = "arithmetic"           # arithmetic | agentic | reasoning_gym:NAME[=W],... | verifiers:MODULE:FN | "" to read `train_path`
+    # arithmetic | agentic | reasoning_gym:NAME[=W],... | verifiers:MODULE:FN | "" to read `train_path`
+    task: str = "arithmetic"
     train_path: str = ""               # jsonl / parquet / dataset directory
     eval_path: str = ""
     verifier: str = ""                 # default verifier for rows that name none
-    prompt_field: str = rule("prompt", bool, "a column name")   # column holding the prompt (MBPP: text, APPS: question)
+    # column holding the prompt (MBPP: text, APPS: question)
+    prompt_field: str = rule("prompt", bool, "a column name")
     verifier_options: dict = field(default_factory=dict)  # {verifier name: {option: value}}
     heldout_size: int = at_least(0, "an integer >= 0", 500)
-    difficulty: int = rule(3, lambda v: 1 <= v <= 12, "an integer in [1, 12]")   # built-in tasks: number of digits
+    # built-in tasks: number of digits
+    difficulty: int = rule(3, lambda v: 1 <= v <= 12, "an integer in [1, 12]")
     ops: str = rule("+", lambda v: bool(v) and set(v) <= set("+-"),
                     "a non-empty string of '+' and '-'")   # built-in task: operators to draw from, e.g. "+-"
-    task_options: dict = field(default_factory=dict)  # {reasoning-gym task: {its config}} | verifiers: load_environment kwargs
-    reward_funcs: tuple[dict, ...] = ()  # TRL reward functions / verifiers, weighted: the verifier `reward_funcs`
+    # {reasoning-gym task: {its config}} | verifiers: load_environment kwargs
+    task_options: dict = field(default_factory=dict)
+    # TRL reward functions / verifiers, weighted: the verifier `reward_funcs`
+    reward_funcs: tuple[dict, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -98,7 +108,8 @@ class RolloutConfig:
     temperature: float = above(0, "a number > 0", 1.0)
     top_p: float = between(0, 1, 1.0, lo_open=True)
     top_k: int = at_least(0, "an integer >= 0 (0: off)", 0)   # 0: no top-k truncation
-    max_staleness: int = at_least(0, "an integer >= 0 (0: synchronous)", 0)   # k: step s trains on rollouts from weights >= s - k, generated ahead
+    # k: step s trains on rollouts from weights >= s - k, generated ahead
+    max_staleness: int = at_least(0, "an integer >= 0 (0: synchronous)", 0)
     max_new_tokens: int = at_least(1, "an integer >= 1", 48)
     vllm_options: dict = field(default_factory=dict)   # engine vllm: extra keyword arguments to vllm.LLM
     workers: int = at_least(1, "an integer >= 1", 2)   # engine ray: rollout actors in the placement group
@@ -128,8 +139,10 @@ class GRPOConfig:
     mu: int = at_least(1, "an integer >= 1", 1)                 # optimisation passes per batch
     minibatch_size: int = at_least(0, "an integer >= 0", 0)     # sequences per minibatch (0: whole batch)
     skip_zero_advantage: bool = True                            # no backward for groups with zero advantage
-    micro_batch_tokens: int = at_least(0, "an integer >= 0 (0: whole minibatch)", 0)   # max padded tokens per forward/backward
-    is_correction: Literal["none", "token", "sequence"] = "none"  # importance weights π_old/μ (rollout vs trainer)
+    # max padded tokens per forward/backward
+    micro_batch_tokens: int = at_least(0, "an integer >= 0 (0: whole minibatch)", 0)
+    # importance weights π_old/μ (rollout vs trainer)
+    is_correction: Literal["none", "token", "sequence"] = "none"
     is_mode: Literal["truncate", "mask"] = "truncate"   # weights above is_cap: cut to is_cap, or zeroed
     is_cap: float = at_least(1, "a number >= 1", 2.0)   # C for is_mode
 
@@ -137,22 +150,29 @@ class GRPOConfig:
 @dataclass(frozen=True)
 class CurriculumConfig:
     enabled: bool = False
-    low: float = between(0, 1, 0.1, hi_open=True)    # keep problems whose estimated pass rate is in [low, high]
+    # keep problems whose estimated pass rate is in [low, high]
+    low: float = between(0, 1, 0.1, hi_open=True)
     high: float = between(0, 1, 0.9, lo_open=True)
     ema: float = between(0, 1, 0.5, lo_open=True)    # weight of the newest group's pass rate in the estimate
     window: int = at_least(1, "an integer >= 1", 4)   # pass rates kept per problem for `recent_mean`
-    recheck_every: int = at_least(0, "an integer >= 0 (0: one epoch)", 0)   # steps before retired/deferred problems are re-checked
-    pool_size: int = at_least(1, "an integer >= 1", 2048)   # built-in task: problems drawn once (by seed) into the pool
+    # steps before retired/deferred problems are re-checked
+    recheck_every: int = at_least(0, "an integer >= 0 (0: one epoch)", 0)
+    # built-in task: problems drawn once (by seed) into the pool
+    pool_size: int = at_least(1, "an integer >= 1", 2048)
     init_path: str = ""                 # pass-rate file exported by an earlier run
 
 
 @dataclass(frozen=True)
 class DynamicSamplingConfig:
     enabled: bool = False
-    max_rounds: int = at_least(1, "an integer >= 1", 3)     # generation rounds per step before giving up refilling
-    std_tol: float = at_least(0, "a number >= 0", 1e-6)     # a group with reward std <= this counts as zero-variance
-    oversample: float = at_least(1, "a number >= 1", 1.0)   # a refill round draws ceil(missing groups x this) problems
-    max_completions: int = at_least(0, "an integer >= 0 (0: no extra cap)", 0)   # per-step generation budget (0: prompts x G x max_rounds)
+    # generation rounds per step before giving up refilling
+    max_rounds: int = at_least(1, "an integer >= 1", 3)
+    # a group with reward std <= this counts as zero-variance
+    std_tol: float = at_least(0, "a number >= 0", 1e-6)
+    # a refill round draws ceil(missing groups x this) problems
+    oversample: float = at_least(1, "a number >= 1", 1.0)
+    # per-step generation budget (0: prompts x G x max_rounds)
+    max_completions: int = at_least(0, "an integer >= 0 (0: no extra cap)", 0)
 
 
 @dataclass(frozen=True)
@@ -160,16 +180,20 @@ class DoctorConfig:
     enabled: bool = True
     window: int = at_least(2, "an integer >= 2", 10)        # K: steps a condition must hold / baseline length
     cooldown: int = at_least(0, "an integer >= 0", 10)      # steps before the same alarm may fire again
-    clipped_max: float = between(0, 1, 0.5, lo_open=True)   # truncation: share of completions cut at max_new_tokens
+    # truncation: share of completions cut at max_new_tokens
+    clipped_max: float = between(0, 1, 0.5, lo_open=True)
     zero_std_max: float = between(0, 1, 0.8, lo_open=True)  # frac_reward_zero_std above this for K steps
     flat_range: float = at_least(0, "a number >= 0", 0.02)  # reward/mean moved less than this over K steps
-    entropy_low: float = between(0, 1, 0.2, hi_open=True)   # collapse: entropy < this x its baseline (first K steps)
+    # collapse: entropy < this x its baseline (first K steps)
+    entropy_low: float = between(0, 1, 0.2, hi_open=True)
     entropy_high: float = above(1, "a number > 1", 3.0)     # blow-up: entropy > this x its baseline
     kl_max: float = above(0, "a number > 0", 1.0)
-    ratio_max: float = above(1, "a number > 1", 10.0)       # PPO or rollout importance ratio above this (or below 1/this)
+    # PPO or rollout importance ratio above this (or below 1/this)
+    ratio_max: float = above(1, "a number > 1", 10.0)
     mismatch_kl_max: float = above(0, "a number > 0", 0.01)  # KL(behaviour ‖ trainer) per token above this
     length_growth: float = above(1, "a number > 1", 2.0)    # mean length > this x its baseline
-    tamper_max: float = between(0, 1, 0.05)                 # behaviour/tamper_rate (agent episodes) above this
+    # behaviour/tamper_rate (agent episodes) above this
+    tamper_max: float = between(0, 1, 0.05)
 
 
 @dataclass(frozen=True)
@@ -177,18 +201,23 @@ class AgentConfig:
     """Agent episodes (`data.task: agentic`): budgets and the workspace's test policy."""
 
     max_turns: int = at_least(1, "an integer >= 1", 5)      # model turns per episode
-    max_tokens: int = at_least(1, "an integer >= 1", 80)    # model + environment tokens per episode, after the prompt
+    # model + environment tokens per episode, after the prompt
+    max_tokens: int = at_least(1, "an integer >= 1", 80)
     turn_tokens: int = at_least(1, "an integer >= 1", 24)   # new tokens per model turn
-    tests_writable: bool = False        # True: writes to tests succeed (still flagged); the tamper control arm
-    tamper_penalty: float = at_least(0, "a number >= 0", 0.0)   # subtracted from the reward of an episode flagged tamper_attempt
-    tool_timeout_s: float = above(0, "a number of seconds > 0", 5.0)   # per sandboxed tool call (run_tests, python, calc) and final score
+    # True: writes to tests succeed (still flagged); the tamper control arm
+    tests_writable: bool = False
+    # subtracted from the reward of an episode flagged tamper_attempt
+    tamper_penalty: float = at_least(0, "a number >= 0", 0.0)
+    # per sandboxed tool call (run_tests, python, calc) and final score
+    tool_timeout_s: float = above(0, "a number of seconds > 0", 5.0)
     sandbox_workers: int = at_least(1, "an integer >= 1", 1)   # sandbox processes the episodes' tools share
 
 
 @dataclass(frozen=True)
 class EvalConfig:
+    # pass@k / maj@k during training (empty: greedy only)
     k: tuple[int, ...] = rule((), lambda v: all(k >= 1 for k in v),
-                              "a list of integers >= 1, e.g. [1, 4, 16]")   # pass@k / maj@k during training (empty: greedy only)
+                              "a list of integers >= 1, e.g. [1, 4, 16]")
     max_new_tokens: int = at_least(0, "an integer >= 0 (0: same as rollout)", 0)   # 0: same as rollout
 
 
