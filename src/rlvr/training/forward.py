@@ -1,7 +1,7 @@
 """The training forward, (log-probs, entropies) of the completion tokens, with its backend chosen
 once per model and device, never per micro-batch.
 
-Three backends, looked up by `backend_name`: `gpu` (`gpu_forward.logp_and_entropy`: chunked LM
+Three backends, looked up by `backend_name`: `gpu` (`gpu_forward.build`: chunked LM
 head, fused decoder stack for Llama-family models) on a GPU; on a CPU the `fused` and `model`
 backends of `rlvr.models.backends` (the same two the CPU engine samples through): fused for the
 Llama family (same logits as the model's forward, fewer ops, an attention whose bf16 backward is
@@ -18,7 +18,6 @@ wrapped after `choose` was called gets the wrapped backend (choose again after w
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Callable
 
 import torch
@@ -57,12 +56,12 @@ def choose(model, compute, autocast: bool) -> Forward:
     return _BUILD[backend_name(model, compute)](model, compute, autocast)
 
 
-def _gpu(model, compute, autocast: bool, batch, temperature: float):
-    from rlvr.training.gpu_forward import logp_and_entropy
-    return logp_and_entropy(model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids,
-                            batch.completion_mask, temperature=temperature, device=compute.device,
-                            autocast=autocast, checkpointing=compute.checkpointing,
-                            vocab_limit=compute.vocab_limit)
+def _gpu(model, compute, autocast: bool) -> Forward:
+    from rlvr.training.gpu_forward import build
+    fwd = build(model, device=compute.device, autocast=autocast, checkpointing=compute.checkpointing,
+                vocab_limit=compute.vocab_limit)
+    return lambda batch, temperature: fwd(batch.prompt_ids, batch.prompt_mask, batch.completion_ids,
+                                          batch.completion_mask, temperature)
 
 
 def _cpu(kind: type):
@@ -70,5 +69,5 @@ def _cpu(kind: type):
 
 
 _BUILD: dict[str, Callable[..., Forward]] = {
-    "gpu": lambda model, compute, autocast: partial(_gpu, model, compute, autocast),
+    "gpu": _gpu,
     "fused": _cpu(backends.FusedBackend), "model": _cpu(backends.ModelBackend)}
