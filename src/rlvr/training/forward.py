@@ -32,14 +32,18 @@ def is_wrapped(model) -> bool:
     """DDP (a wrapper with `.module`) or FSDP2 (an `FSDPModule`, or DTensor parameters)."""
     from torch.distributed.tensor import DTensor
 
-    try:
-        from torch.distributed.fsdp import FSDPModule
-    except ImportError:   # older torch: only the parameter test below
-        FSDPModule = ()
-    if hasattr(model, "module") or isinstance(model, FSDPModule):
+    if hasattr(model, "module") or isinstance(model, _fsdp_types()):
         return True
     params = getattr(model, "parameters", None)   # a LoRA reference (AdaptersDisabled) has none
     return callable(params) and isinstance(next(params(), None), DTensor)
+
+
+def _fsdp_types() -> tuple[type, ...]:
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:   # older torch: only the parameter test in is_wrapped
+        return ()
+    return (FSDPModule,)
 
 
 def backend_name(model, compute) -> str:
