@@ -1,7 +1,7 @@
 """The training forward's backend is chosen from what the model is: fused for a plain Llama on a
 CPU, the model's own forward for a wrapped one, also after a no-grad forward has left an FSDP2
-root's parameters unsharded (with μ > 1 the update used to pick the fused path there and crash on
-mixed DTensor/Tensor weights)."""
+root's parameters unsharded (a test of the parameters' type would pick the fused path there, and
+a μ > 1 update would crash on mixed DTensor/Tensor weights)."""
 
 import copy
 

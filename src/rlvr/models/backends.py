@@ -7,8 +7,9 @@ log-probs and entropies of completion tokens (`logp_entropy`). Chosen once per m
 can be dropped (`drops_rows`), attention as two matmuls and a float32 softmax. `model`: the model's
 own forward and cache under the device's autocast; its rows stay until the batch ends.
 
-Guaranteed: each backend computes what the CPU engine and the CPU update have always computed on
-that path, bit for bit. With `vocab_limit` set, decode logits of ids at or beyond it are -inf (the
+Guaranteed: a backend's log-probs and its decode logits are the same computation (the fused
+backend agrees with the model's own forward to float rounding), and the same inputs give the same
+numbers, bit for bit, on the same machine. With `vocab_limit` set, decode logits of ids at or beyond it are -inf (the
 GPU engine's padded vocabularies); `logp_entropy` never masks (the chunked GPU training forward in
 `rlvr.training.gpu_forward` does). Not guaranteed: the fused cache on any device but the CPU (on a
 GPU the engine decodes through `rlvr.rollout.cuda_decode`).

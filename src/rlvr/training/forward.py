@@ -10,9 +10,9 @@ parallelism always runs its own forward (`model`), whose hooks sync and gather t
 
 Whether a model is wrapped is read from what it is (a DDP wrapper has `.module`; `fully_shard`
 turns the module into an `FSDPModule`), not from the type of its first parameter: after a no-grad
-forward FSDP2 leaves the root's parameters unsharded plain tensors, and a per-call parameter test
-then picked the fused path with mixed DTensor/Tensor weights. Guaranteed: each backend computes
-what the update has always computed on that path, bit for bit. Not guaranteed: that a model
+forward FSDP2 leaves the root's parameters unsharded plain tensors, so a parameter test would pick
+the fused path over mixed DTensor/Tensor weights. Guaranteed: the choice depends only on the model's
+class, its wrapping and the device, so every micro-batch of an update runs the same backend. Not guaranteed: that a model
 wrapped after `choose` was called gets the wrapped backend (choose again after wrapping).
 """
 

@@ -6,16 +6,16 @@ micro-batches, and with which normaliser. Pure: tensors and numbers in, a plan o
 KL and no entropy term), the loss normaliser (counted over the whole batch, skipped rows
 included), the number of minibatches, and whether the update is a single pass (μ = 1, one
 minibatch: no old-log-prob forward). `pass_order` draws one pass's order (the generator is drawn
-from only when there are several minibatches, and one pass at a time, so the draws interleave with
-the forward passes as they always have). `minibatches` cuts an order into minibatches, gives each
+from only when there are several minibatches, and one pass at a time: a model whose forward draws
+from the same generator, e.g. dropout on the global one, sees the same stream either way). `minibatches` cuts an order into minibatches, gives each
 rank its share (rows rank, rank + world, …; a rank left without rows runs row 0 with weight 0, so it
 still enters the gradient collectives) and splits each share into micro-batches of at most
 `micro_batch_tokens` padded tokens. Under torchrun every rank runs the same number of micro-batches
 (the most any rank needs, since each backward enters the collectives); every rank holds the whole
 batch, so each computes that number from all ranks' shares without a collective.
 
-Guaranteed: the same rows, orders, shares, splits and normalisers as the update has always used,
-so the update's numbers are unchanged. Not guaranteed: anything about devices (indices are CPU
+Guaranteed: a pure function of the batch, the options and the generator's state; with the rank's
+share and the shared micro-batch count the gradient the ranks average equals the one-process one. Not guaranteed: anything about devices (indices are CPU
 tensors; they index device tensors as they are).
 """
 
