@@ -5,18 +5,19 @@ micro-batches, and with which normaliser. Pure: tensors and numbers in, a plan o
 (a sequence whose advantage is exactly 0 contributes exactly 0 to the gradient when the loss has no
 KL and no entropy term), the loss normaliser (counted over the whole batch, skipped rows
 included), the number of minibatches, and whether the update is a single pass (μ = 1, one
-minibatch: no old-log-prob forward). `pass_order` draws one pass's order (the generator is drawn
-from only when there are several minibatches, and one pass at a time: a model whose forward draws
-from the same generator, e.g. dropout on the global one, sees the same stream either way). `minibatches` cuts an order into minibatches, gives each
-rank its share (rows rank, rank + world, …; a rank left without rows runs row 0 with weight 0, so it
-still enters the gradient collectives) and splits each share into micro-batches of at most
-`micro_batch_tokens` padded tokens. Under torchrun every rank runs the same number of micro-batches
-(the most any rank needs, since each backward enters the collectives); every rank holds the whole
-batch, so each computes that number from all ranks' shares without a collective.
+minibatch: no old-log-prob forward). `pass_order` draws one pass's order, from the generator only
+when there are several minibatches and one pass at a time: without an explicit generator the draw
+comes from the global one, which dropout in the forward passes also draws from, so the order of
+draws matters. `minibatches` cuts an order into minibatches, gives each rank its share (rows rank,
+rank + world, …; a rank left without rows runs row 0 with weight 0, so it still enters the
+gradient collectives) and splits each share into micro-batches of at most `micro_batch_tokens`
+padded tokens. Under torchrun every rank runs the same number of micro-batches (the most any rank
+needs, since each backward enters the collectives); every rank holds the whole batch, so each
+computes that number from all ranks' shares without a collective.
 
-Guaranteed: a pure function of the batch, the options and the generator's state; with the rank's
-share and the shared micro-batch count the gradient the ranks average equals the one-process one. Not guaranteed: anything about devices (indices are CPU
-tensors; they index device tensors as they are).
+Guaranteed: a pure function of the batch, the options and the generator's state; with these shares
+and normalisers the gradient the ranks average equals the one-process gradient. Not guaranteed:
+anything about devices (indices are CPU tensors; they index device tensors as they are).
 """
 
 from __future__ import annotations
