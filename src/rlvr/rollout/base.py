@@ -3,10 +3,10 @@
 Implementations: `hf.HFEngine` (in-process, shares the policy's weights; the CPU default). vLLM and
 Ray engines plug in behind the same protocol as optional extras; the training loop never imports them.
 The protocol is whole: it declares every member callers use (`pad_id`, `vocab_limit`, `version`,
-`model`, `sync_metrics`, `close`), and `check_engine_protocol` refuses, at build time, an engine that lacks
-one, or that lacks `continue_ids` (`TokenContinuer`) when the task plays episodes. `PromptEncoder`
-is the one place prompts become token ids (chat template, pad id, vocabulary limit) for every
-engine. `EngineScored` is the verifier of problems whose engine scores its own completions
+`model`, `sync_metrics`, `close`), and `check_engine_protocol` refuses, at build time, an engine
+that lacks one, or that lacks `continue_ids` (`TokenContinuer`) when the task plays episodes.
+`PromptEncoder` is the one place prompts become token ids (chat template, pad id, vocabulary
+limit) for every engine. Not checked: members' signatures and types (only their presence). `EngineScored` is the verifier of problems whose engine scores its own completions
 (agent episodes): `score_groups` keeps those scores and never re-verifies them.
 
 The behaviour-policy contract (every engine honours it; the importance-sampling correction in
