@@ -262,22 +262,19 @@ def problems_from_env(env, n: int = -1, eval_split: bool = False) -> list[Proble
 
 class VerifiersRollouts:
     """`generate(problems, n, params, seed) -> list[Group]` (the `RolloutEngine` signature) over a
-    verifiers environment: its rollout loop and rubric, rlvr's engine and tokens."""
+    verifiers environment: its rollout loop and rubric, rlvr's engine and tokens. Not an engine
+    itself: `vftask.VerifiersEngine` puts it behind the protocol, beside the engine it samples."""
 
     def __init__(self, env, engine, tokenizer, max_new_tokens: int = 64, model: str = "rlvr"):
         from verifiers.types import ClientConfig
 
         self.env, self.engine, self.tokenizer, self.model = env, engine, tokenizer, model
-        self.pad_id = engine.pad_id
         self.terms = _reward_terms(env.rubric)
         self.server = OpenAIServer(engine, tokenizer, max_new_tokens)
         # max_retries=0: a retried request would be sampled (and recorded) twice.
         self.client = ClientConfig(api_base_url=self.server.base_url, api_key_var="RLVR_NO_KEY",
                                    max_retries=0, extra_headers_from_state={
                                        TRAJECTORY_HEADER: "trajectory_id"})
-
-    def load_weights(self, policy, version: int = 0) -> None:
-        self.engine.load_weights(policy, version)
 
     def close(self) -> None:
         self.server.close()
