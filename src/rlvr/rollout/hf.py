@@ -30,8 +30,7 @@ import torch
 
 from rlvr.models.backends import FusedBackend, ModelBackend, backend_name
 from rlvr.models.device import Device
-from rlvr.models.policy import encode_prompt
-from rlvr.rollout.base import SamplingParams
+from rlvr.rollout.base import PromptEncoder, SamplingParams
 from rlvr.rollout.decode import Rows, drive
 from rlvr.types import Completion, Group, Problem
 
@@ -49,18 +48,17 @@ class HFEngine:
         self.device = device or Device.cpu()
         if autocast_bf16 is None:   # sample in the precision the trainer uses
             autocast_bf16 = self.device.bf16
-        self.use_chat_template, self.template_text = use_chat_template, template_text
+        self.prompts = PromptEncoder.for_model(model, tokenizer, use_chat_template, template_text)
         self.max_batch = max_batch
         self.autocast_bf16 = autocast_bf16
         self.version = 0
+        self.sync_metrics: dict[str, float] = {}   # shared or copied in place: nothing to canary
         self.eos_ids = {tokenizer.eos_token_id} | set(_as_list(model.generation_config.eos_token_id))
         self.eos_ids.discard(None)
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self.pad_id, self.vocab_limit = self.prompts.pad_id, self.prompts.vocab_limit
         self._backends = {"fused": FusedBackend(model, self.device, autocast_bf16),
                           "model": ModelBackend(model, self.device, autocast_bf16)}
         self._decode = self._decode_fused if backend_name(model) == "fused" else self._decode_model
-        vocab = model.get_output_embeddings().weight.shape[0]
-        self.vocab_limit = len(tokenizer) if len(tokenizer) < vocab else None   # padded vocabulary
         if self.device.is_cuda:   # static cache + CUDA graphs; the CPU decode below is untouched
             from rlvr.rollout import cuda_decode
             self._decode = cuda_decode.build(self)
@@ -78,10 +76,13 @@ class HFEngine:
             self.model.load_state_dict(engine_state(policy))
         self.version = version
 
+    def close(self) -> None:
+        """Nothing to release: the model belongs to the trainer."""
+        return None
+
     def generate(self, problems: Sequence[Problem], n: int, params: SamplingParams,
                  seed: int) -> list[Group]:
-        prompts = [encode_prompt(self.tokenizer, p, self.use_chat_template, self.template_text)
-                   for p in problems]
+        prompts = self.prompts.encode_all(problems)
         gen = self.device.generator(seed)
         per_chunk = max(1, self.max_batch // n)
         rows: Rows = []
