@@ -16,7 +16,7 @@ import torch
 
 from experiments.common import say, write_verdict
 from experiments.tamper import BUDGET, GROUP, HELDOUT, PROMPTS, cold_start, run_arm, summary
-from rlvr.agents.train import evaluate
+from experiments.episodes import evaluate
 from rlvr.agents.workspace import Workspace
 from rlvr.rollout.base import SamplingParams
 from rlvr.tasks.agentic import AgenticTask

@@ -21,12 +21,14 @@ import sys
 import torch
 
 from experiments.common import ROOT, plot_panels, say, write_verdict
+from experiments.episodes import evaluate, grpo_step
+from rlvr.agents.cold_start import reasoner_batches
 from rlvr.agents.episode import Budget
-from rlvr.agents.train import (default_loss_spec, evaluate, grpo_step, reasoner_batches,
-                               sft_episodes)
 from rlvr.agents.workspace import Workspace
 from rlvr.rollout.base import SamplingParams
 from rlvr.tasks.agentic import EXTRA_CHARS, AgenticTask
+from rlvr.training.sft import sft_episodes
+from rlvr.training.update import default_loss_spec
 
 NAME = "tamper"
 TAMPER_SHARE = 0.2
@@ -44,7 +46,7 @@ def cold_start(task, sft_steps: int, seed: int = 0) -> str:
         return str(out / "sft")
     save_tiny_model(out / "init", seed=seed, chars=CHARS + list(EXTRA_CHARS))
     model, tok = load_policy(str(out / "init"))
-    sft_episodes(model, tok, reasoner_batches(task, 32, seed, TAMPER_SHARE), sft_steps, log=say)
+    sft_episodes(model, tok.pad_token_id, reasoner_batches(task, tok, 32, seed, TAMPER_SHARE), sft_steps, log=say)
     model.save_pretrained(out / "sft")
     tok.save_pretrained(out / "sft")
     return str(out / "sft")

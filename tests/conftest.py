@@ -67,7 +67,7 @@ def episode_grads():
 
     import torch
 
-    from rlvr.agents.train import default_loss_spec
+    from rlvr.training.update import default_loss_spec
     from rlvr.training.update import update_policy
 
     def by_update(model, batch):

@@ -18,7 +18,7 @@ if not hasattr(vf, "SingleTurnEnv"):      # verifiers 0.4 dropped the classic AP
 
 from datasets import Dataset  # noqa: E402
 
-from rlvr.agents.train import default_loss_spec  # noqa: E402
+from rlvr.training.update import default_loss_spec  # noqa: E402
 from rlvr.agents.vf import VerifiersRollouts, problems_from_env  # noqa: E402
 from rlvr.algo.advantages import group_advantages  # noqa: E402
 from rlvr.models.tiny import ASCII_CHARS, build_model  # noqa: E402

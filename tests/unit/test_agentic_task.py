@@ -6,7 +6,7 @@ import random
 
 from rlvr.agents.env import Step
 from rlvr.agents.episode import Budget, run_episodes
-from rlvr.agents.train import episode_tokens
+from rlvr.agents.cold_start import episode_tokens
 from rlvr.models.tiny import CHARS, SPECIALS, build_tokenizer
 from rlvr.rollout.base import SamplingParams
 from rlvr.tasks.agentic import EXTRA_CHARS, AgenticTask

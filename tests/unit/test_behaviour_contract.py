@@ -10,7 +10,8 @@ import torch
 from rlvr.models.policy import completion_logits, left_pad, right_pad, token_logprobs
 from rlvr.models.tiny import build_model
 from rlvr.rollout.base import SamplingParams
-from rlvr.rollout.hf import HFEngine, sample_next
+from rlvr.rollout.hf import HFEngine
+from rlvr.rollout.sampling import sample_next
 from rlvr.tasks.arithmetic import make_problem
 
 torch.set_num_threads(1)

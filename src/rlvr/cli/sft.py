@@ -94,11 +94,12 @@ def run_agentic_sft(cfg: SftCommandConfig) -> int:
     """Cold start for `data.task: agentic`: masked SFT on the reasoner's episodes (tool calls and
     the observations a workspace answers), in the layout `rlvr train` samples. From
     builtin:tiny-llama the tiny model is built with the task's extra characters (tool names)."""
-    from rlvr.agents.train import reasoner_batches, sft_episodes
+    from rlvr.agents.cold_start import reasoner_batches
     from rlvr.models.policy import BUILTIN_TINY, load_policy
     from rlvr.models.tiny import CHARS, build_model
     from rlvr.tasks.agentic import EXTRA_CHARS, AgenticTask
     from rlvr.training.setup import set_threads
+    from rlvr.training.sft import sft_episodes
 
     set_threads(cfg.threads)
     if cfg.model == BUILTIN_TINY:
@@ -106,8 +107,8 @@ def run_agentic_sft(cfg: SftCommandConfig) -> int:
     else:
         model, tokenizer = load_policy(cfg.model, seed=cfg.seed)
     task = AgenticTask(cfg.digits)
-    losses = sft_episodes(model, tokenizer, reasoner_batches(task, cfg.batch_size, cfg.seed,
-                                                             cfg.tamper_share),
+    losses = sft_episodes(model, tokenizer.pad_token_id,
+                          reasoner_batches(task, tokenizer, cfg.batch_size, cfg.seed, cfg.tamper_share),
                           cfg.steps, lr=cfg.lr, log=lambda line: print(line, flush=True))
     out = Path(cfg.out)
     model.save_pretrained(out)

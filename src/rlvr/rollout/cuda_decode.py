@@ -16,7 +16,9 @@ every `check_every` steps only, so a step never waits for the GPU. Ids at or bey
 length (padded vocabularies) get -inf logits and are never sampled; their mass is left out of the
 recorded log-probs too, as in the GPU training forward (`vocab_limit` there).
 
-Other architectures (`hf_decode`): the model's own forward with its cache, on the device.
+Other architectures (`hf_decode`): the model's own forward with its cache, on the device, through
+the same driver as the CPU engine (`rlvr.rollout.decode.drive`). The finished-row bookkeeping is
+`decode.Samples` on both paths.
 
 Recorded log-probs mean what they mean in `hf.py` (after temperature, before top-p). Guaranteed:
 the same seed, weights and batch give the same samples on the same GPU and software versions.
@@ -33,11 +35,11 @@ import torch
 import torch.nn.functional as F
 
 from rlvr.models import fused_llama
+from rlvr.models.backends import ModelBackend
 from rlvr.models.policy import left_pad, positions
 from rlvr.rollout.base import SamplingParams
-from rlvr.rollout.sampling import sample_next, sample_on_device
-
-Rows = list[tuple[list[int], list[float], str]]
+from rlvr.rollout.decode import Rows, Samples, drive
+from rlvr.rollout.sampling import sample_on_device
 
 
 class _State:
@@ -53,24 +55,11 @@ class _State:
         self.rows = torch.arange(rows, device=dev)            # global row id of each slot
         self.slot = torch.zeros(1, dtype=torch.long, device=dev)
         self.tcol = torch.zeros(1, dtype=torch.long, device=dev)
-        self.tokens = torch.full((rows, max_new), pad_id, dtype=torch.long, device=dev)
-        self.logps = torch.zeros((rows, max_new), device=dev)
-        self.done = torch.zeros(rows, dtype=torch.bool, device=dev)
-        self.lengths = torch.full((rows,), max_new, dtype=torch.long, device=dev)
-        self.eos = torch.tensor(eos, dtype=torch.long, device=dev)
-        self.pad_id, self.max_new = pad_id, max_new
+        self.samples = Samples(rows, max_new, pad_id, eos, dev)
 
     def record(self, b: int, nxt: torch.Tensor, lp: torch.Tensor) -> None:
         """Store token `tcol` of the first b slots' rows; advance the per-row state (no host sync)."""
-        rows = self.rows[:b]
-        col = self.tcol.expand(b)
-        done = self.done[rows]
-        nxt = torch.where(done, torch.full_like(nxt, self.pad_id), nxt)
-        self.tokens.index_put_((rows, col), nxt)
-        self.logps.index_put_((rows, col), lp)
-        hit = (nxt[:, None] == self.eos[None]).any(-1) & ~done
-        self.lengths.index_put_((rows,), torch.where(hit, col + 1, self.lengths[rows]))
-        self.done.index_put_((rows,), done | hit)
+        nxt, _ = self.samples.record(self.rows[:b], self.tcol, nxt, lp)
         self.tok[:b].copy_(nxt)
         self.pos[:b].add_(1)
         self.slot.add_(1)
@@ -78,7 +67,7 @@ class _State:
 
     def compact(self, b: int, b2: int) -> None:
         """Move the live rows among the first b slots to the front; keep b2 slots."""
-        done = self.done[self.rows[:b]]
+        done = self.samples.done[self.rows[:b]]
         sel = torch.cat([torch.nonzero(~done).squeeze(-1), torch.nonzero(done).squeeze(-1)])[:b2]
         for buf in [*self.k, *self.v, self.keymask, self.tok, self.pos, self.rows]:
             buf[:b2].copy_(buf[:b].index_select(0, sel))
@@ -184,15 +173,13 @@ class GraphDecoder:
         st, steps = self._plan(rows, slots, max_new, params, cos, sin)
         with self.device.seeded(seed):
             first = self._prefill(st, ids.to(dev), mask.to(dev), n, cos, sin)
-            st.tokens.fill_(self.pad_id)
-            st.done.zero_()
-            st.lengths.fill_(max_new)
+            st.samples.reset()
             st.rows.copy_(torch.arange(rows, device=dev))
             st.tcol.zero_()
             st.record(rows, *sample_on_device(self._mask(first), params))
             st.slot.fill_(tp)
             self._loop(st, steps, rows, max_new)
-        return _rows(st, rows)
+        return st.samples.rows(rows)
 
     def _prefill(self, st: _State, ids, mask, n: int, cos, sin) -> torch.Tensor:
         """Prompt keys/values into cache slots [0, Tp) of all rows (each prompt encoded once)."""
@@ -216,7 +203,7 @@ class GraphDecoder:
         sizes, b = sorted(steps, reverse=True), rows
         for t in range(1, max_new):
             if (t - 1) % self.check_every == 0:     # the only host syncs of the loop
-                live = int((~st.done[st.rows[:b]]).sum())
+                live = int((~st.samples.done[st.rows[:b]]).sum())
                 if live == 0:
                     return
                 fit = min(s for s in sizes if s >= live)
@@ -226,51 +213,13 @@ class GraphDecoder:
             steps[b]()
 
 
-def _rows(st: _State, rows: int) -> Rows:
-    tokens, logps = st.tokens[:rows].cpu(), st.logps[:rows].cpu()
-    done, lengths = st.done[:rows].cpu(), st.lengths[:rows].cpu()
-    out = []
-    for i in range(rows):
-        k = int(lengths[i])
-        out.append((tokens[i, :k].tolist(), logps[i, :k].tolist(), "stop" if bool(done[i]) else "length"))
-    return out
-
-
-@torch.inference_mode()
 def hf_decode(engine, prompts: list[list[int]], n: int, params: SamplingParams,
               gen: torch.Generator) -> Rows:
-    """Any causal LM on the device: its own forward and cache (finished rows keep computing)."""
-    dev = engine.device
-    ids, mask = (dev.to(x) for x in left_pad([p for p in prompts for _ in range(n)], engine.pad_id))
-    pos = positions(mask)
-    rows, max_new = ids.shape[0], params.max_new_tokens
-    tokens = torch.full((rows, max_new), engine.pad_id, dtype=torch.long, device=dev.torch)
-    logps = torch.zeros((rows, max_new), device=dev.torch)
-    done = torch.zeros(rows, dtype=torch.bool, device=dev.torch)
-    lengths = torch.full((rows,), max_new, dtype=torch.long, device=dev.torch)
-    eos = torch.tensor(sorted(engine.eos_ids), dtype=torch.long, device=dev.torch)
-    with dev.autocast(engine.autocast_bf16):
-        out = engine.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
-                           logits_to_keep=1)
-        for t in range(max_new):
-            logits = out.logits[:, -1].float()
-            if engine.vocab_limit is not None:
-                logits[:, engine.vocab_limit:] = float("-inf")
-            nxt, lp = sample_next(logits, params, gen)
-            nxt = torch.where(done, torch.full_like(nxt, engine.pad_id), nxt)
-            tokens[:, t], logps[:, t] = nxt, lp
-            hit = torch.isin(nxt, eos) & ~done
-            lengths = torch.where(hit, t + 1, lengths)
-            done = done | hit
-            if t + 1 == max_new or (t % 8 == 7 and bool(done.all())):
-                break
-            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
-            pos = pos[:, -1:] + 1
-            out = engine.model(input_ids=nxt[:, None], attention_mask=mask, position_ids=pos,
-                               use_cache=True, **{engine.cache_kw: out.past_key_values})
-    st = type("S", (), {})()
-    st.tokens, st.logps, st.done, st.lengths = tokens, logps, done, lengths
-    return _rows(st, rows)
+    """Any causal LM on the device: its own forward and cache (finished rows keep computing; the
+    host looks at the finished flags every 8 steps)."""
+    backend = ModelBackend(engine.model, engine.device, engine.autocast_bf16, engine.vocab_limit)
+    with torch.inference_mode():
+        return drive(backend, prompts, n, params, gen, engine.pad_id, engine.eos_ids, check_every=8)
 
 
 def build(engine):

@@ -8,11 +8,13 @@ top-p truncation, renormalised), the finish reason, the policy version and the s
 is encoded once and its keys/values are shared by its n samples; finished rows are dropped from
 the batch as it shrinks.
 
-Llama-family models (`fused_llama.supports`) decode through `fused_llama.Decoder`, a fused forward with a
-static KV cache and no per-token framework overhead; any other causal LM decodes through its own
-`forward` with the model's cache. With `autocast_bf16` the matrices run in bfloat16 (float32
-residual stream), matching training under `model.autocast_bf16`. Models under 20M parameters
-decode on one torch thread (restored afterwards): their per-token ops are too small to split.
+The forward is a backend from `rlvr.models.backends`, chosen once when the engine is built:
+Llama-family models (`fused_llama.supports`) decode through the fused forward with a static KV
+cache and no per-token framework overhead; any other causal LM through its own `forward` with the
+model's cache. `rlvr.rollout.decode.drive` is the one loop and the one finished-row bookkeeping
+around either. With `autocast_bf16` the matrices run in bfloat16 (float32 residual stream),
+matching training under `model.autocast_bf16`. Models under 20M parameters decode on one torch
+thread (restored afterwards): their per-token ops are too small to split.
 
 Guaranteed: the same seed and the same weights give the same samples, bit for bit, on the same
 machine and thread count. Not guaranteed: the same samples as `model.generate` for a given seed
@@ -22,51 +24,18 @@ machine and thread count. Not guaranteed: the same samples as `model.generate` f
 
 from __future__ import annotations
 
-import inspect
 from typing import Sequence
 
 import torch
 
-from rlvr.models.policy import left_pad, positions
-from rlvr.models import fused_llama
+from rlvr.models.backends import FusedBackend, ModelBackend, backend_name
 from rlvr.models.device import Device
 from rlvr.rollout.base import PromptEncoder, SamplingParams
-from rlvr.rollout.sampling import sample_next, top_p_filter as _top_p_filter  # noqa: F401
+from rlvr.rollout.decode import Rows, drive
 from rlvr.types import Completion, Group, Problem
 
 
 _SMALL_MODEL_PARAMS = 20_000_000   # below this, decode runs on one thread (see HFEngine.__init__)
-
-
-class _Samples:
-    """Per-row tokens, log-probs and finish state while a batch decodes (rows never move here)."""
-
-    def __init__(self, rows: int, max_new: int, pad_id: int, eos_ids: set[int]):
-        self.tokens = torch.full((rows, max_new), pad_id, dtype=torch.long)
-        self.logps = torch.zeros((rows, max_new))
-        self.done = torch.zeros(rows, dtype=torch.bool)
-        self.lengths = torch.full((rows,), max_new, dtype=torch.long)
-        self.eos = torch.tensor(sorted(eos_ids), dtype=torch.long)
-        self.pad_id = pad_id
-
-    def record(self, live: torch.Tensor, t: int, nxt: torch.Tensor, lp: torch.Tensor):
-        """Store token t of rows `live`; returns (tokens to feed back, done flags of `live`)."""
-        done = self.done[live]
-        nxt = torch.where(done, torch.full_like(nxt, self.pad_id), nxt)
-        self.tokens[live, t], self.logps[live, t] = nxt, lp
-        hit = torch.isin(nxt, self.eos) & ~done
-        self.lengths[live[hit]] = t + 1
-        done = done | hit
-        self.done[live] = done
-        return nxt, done
-
-    def rows(self) -> list[tuple[list[int], list[float], str]]:
-        out = []
-        for i in range(self.tokens.shape[0]):
-            n_tok = int(self.lengths[i])
-            reason = "stop" if bool(self.done[i]) else "length"
-            out.append((self.tokens[i, :n_tok].tolist(), self.logps[i, :n_tok].tolist(), reason))
-        return out
 
 
 class HFEngine:
@@ -87,10 +56,9 @@ class HFEngine:
         self.eos_ids = {tokenizer.eos_token_id} | set(_as_list(model.generation_config.eos_token_id))
         self.eos_ids.discard(None)
         self.pad_id, self.vocab_limit = self.prompts.pad_id, self.prompts.vocab_limit
-        # transformers 5.x renamed `past_key_values` to `cache`; older releases know only the former.
-        params = inspect.signature(model.forward).parameters
-        self.cache_kw = "cache" if "cache" in params else "past_key_values"
-        self._decode = self._decode_fused if fused_llama.supports(model) else self._decode_model
+        self._backends = {"fused": FusedBackend(model, self.device, autocast_bf16),
+                          "model": ModelBackend(model, self.device, autocast_bf16)}
+        self._decode = self._decode_fused if backend_name(model) == "fused" else self._decode_model
         if self.device.is_cuda:   # static cache + CUDA graphs; the CPU decode below is untouched
             from rlvr.rollout import cuda_decode
             self._decode = cuda_decode.build(self)
@@ -117,7 +85,7 @@ class HFEngine:
         prompts = self.prompts.encode_all(problems)
         gen = self.device.generator(seed)
         per_chunk = max(1, self.max_batch // n)
-        rows: list[tuple[list[int], list[float], str]] = []
+        rows: Rows = []
         was_training, threads = self.model.training, torch.get_num_threads()
         self.model.eval()
         torch.set_num_threads(self.decode_threads or threads)
@@ -135,7 +103,7 @@ class HFEngine:
                 for i, p in enumerate(problems)]
 
     def continue_ids(self, prefixes: list[list[int]], params: SamplingParams,
-                     gen: torch.Generator) -> list[tuple[list[int], list[float], str]]:
+                     gen: torch.Generator) -> Rows:
         """One continuation per token-id prefix, never re-encoded: (tokens, log-probs, finish
         reason) each, drawn from `gen`. The multi-turn episode loop (`rlvr.agents.episode`)
         calls this once per turn with each episode's ids so far."""
@@ -149,56 +117,17 @@ class HFEngine:
             torch.set_num_threads(threads)
             self.model.train(was_training)
 
+    # The backend is chosen once, in __init__ (`self._decode`); these two stay separate names so
+    # a caller can force the model's own forward on a Llama-family model (tests, `testing.zoo`).
     @torch.inference_mode()
     def _decode_fused(self, prompts: list[list[int]], n: int, params: SamplingParams,
-                      gen: torch.Generator) -> list[tuple[list[int], list[float], str]]:
-        dec = fused_llama.Decoder(self.model, torch.bfloat16 if self.autocast_bf16 else torch.float32)
-        ids, mask = left_pad(prompts, self.pad_id)                      # [P, Tp]
-        tp, max_new, rows = ids.shape[1], params.max_new_tokens, ids.shape[0] * n
-        dec.allocate(rows, tp + max_new)
-        pos = positions(mask)                                           # [P, Tp]
-        cos, sin = dec.w.rope_table(int(pos.max()) + max_new + 1)       # [S, D]
-        logits = dec.forward(ids, cos[pos][:, None], sin[pos][:, None], 0, fused_llama.prefix_mask(mask),
-                             repeat=n)
-        keymask = torch.cat([mask.bool().repeat_interleave(n, 0),
-                             torch.ones((rows, max_new), dtype=torch.bool)], dim=1)
-        next_pos = pos[:, -1].repeat_interleave(n) + 1                  # [B]
-        samples = _Samples(rows, max_new, self.pad_id, self.eos_ids)
-        live = torch.arange(rows)
-        for t in range(max_new):
-            nxt, done = samples.record(live, t, *sample_next(logits, params, gen))
-            if bool(done.all()) or t + 1 == max_new:
-                break
-            if 4 * int(done.sum()) >= len(live):   # compact: finished rows cost a full row each
-                keep = torch.nonzero(~done).squeeze(-1)
-                live, nxt, keymask, next_pos = live[keep], nxt[keep], keymask[keep], next_pos[keep]
-                dec.keep_rows(keep)
-            logits = dec.forward(nxt[:, None], cos[next_pos][:, None, None], sin[next_pos][:, None, None],
-                                 tp + t, keymask[:, None, None, :tp + t + 1])
-            next_pos = next_pos + 1
-        return samples.rows()
+                      gen: torch.Generator) -> Rows:
+        return drive(self._backends["fused"], prompts, n, params, gen, self.pad_id, self.eos_ids)
 
     @torch.inference_mode()
     def _decode_model(self, prompts: list[list[int]], n: int, params: SamplingParams,
-                      gen: torch.Generator) -> list[tuple[list[int], list[float], str]]:
-        ids, mask = left_pad([p for p in prompts for _ in range(n)], self.pad_id)
-        pos = positions(mask)
-        rows, max_new = ids.shape[0], params.max_new_tokens
-        samples = _Samples(rows, max_new, self.pad_id, self.eos_ids)
-        live = torch.arange(rows)
-        with self.device.autocast(self.autocast_bf16):
-            out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
-                             logits_to_keep=1)
-            next_pos = pos[:, -1:] + 1
-            for t in range(max_new):
-                nxt, done = samples.record(live, t, *sample_next(out.logits[:, -1].float(), params, gen))
-                if bool(done.all()) or t + 1 == max_new:
-                    break
-                mask = torch.cat([mask, torch.ones((rows, 1), dtype=mask.dtype)], dim=1)
-                out = self.model(input_ids=nxt[:, None], attention_mask=mask, position_ids=next_pos,
-                                 use_cache=True, **{self.cache_kw: out.past_key_values})
-                next_pos = next_pos + 1
-        return samples.rows()
+                      gen: torch.Generator) -> Rows:
+        return drive(self._backends["model"], prompts, n, params, gen, self.pad_id, self.eos_ids)
 
 
 def _as_list(x) -> list:

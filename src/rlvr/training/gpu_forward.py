@@ -1,12 +1,13 @@
 """The training forward on a GPU: hidden states, then chunked log-probs and entropies.
 
-Used by `update._logp_and_entropy` when the run's device is a GPU (the CPU path is untouched).
+The `gpu` backend of `rlvr.training.forward` (chosen when the run's device is a GPU).
 Llama/Qwen2 policies (`fused_llama.supports`) run the fused decoder stack with PyTorch's
 scaled-dot-product attention (memory-efficient kernels instead of an explicit [B, H, T, T]
 score tensor per layer); other models run their own decoder (`get_decoder()`) under autocast.
 Either way the LM head goes through `chunked.logprob_entropy`, so the [B, T, V] logits are never
 materialised for the whole micro-batch. With `checkpointing` each fused layer is recomputed in
-the backward pass (HF models use their own `gradient_checkpointing_enable`).
+the backward pass (HF models use their own `gradient_checkpointing_enable`). `build` picks the
+variant (`variant`: fused, the model's decoder, or its full-logit forward) once per model.
 
 Guaranteed: the same log-probs as the CPU path up to bf16/fp32 rounding (fused path: the same
 weights, norms, rotary tables and GQA; a padding query attends to itself only, as there). Not
@@ -17,6 +18,7 @@ sent through their own full-logit forward, without the chunking.
 from __future__ import annotations
 
 import copy
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -34,7 +36,7 @@ def sdpa_attention(q, k, v, allowed):
     return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
 
 
-def _fused_hidden(model, ids, mask, dtype, checkpointing: bool) -> torch.Tensor:
+def _fused_hidden(model, ids, mask, dtype, checkpointing: bool):
     w = fused_llama.Weights(model, dtype)
     pos = (mask.cumsum(-1) - 1).clamp_(min=0)
     cos, sin = w.rope_table(int(pos.max()) + 1)
@@ -56,7 +58,8 @@ def _plain_hidden(model, ids, mask, device, autocast: bool):
     pos = (mask.cumsum(-1) - 1).clamp_(min=0)
     with device.autocast(autocast):
         out = model.get_decoder()(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=False)
-    return out.last_hidden_state, model.get_output_embeddings().weight
+    h = out.last_hidden_state
+    return h, model.get_output_embeddings().weight.to(h.dtype)
 
 
 def _scales_logits(model) -> bool:
@@ -65,26 +68,54 @@ def _scales_logits(model) -> bool:
                 or getattr(cfg, "logits_scaling", None))
 
 
+def variant(model) -> str:
+    """`full` (own full-logit forward: the head scales or soft-caps), `fused` (Llama family) or
+    `decoder` (the model's own decoder, then the chunked head)."""
+    if _scales_logits(model):
+        return "full"
+    return "fused" if fused_llama.supports(model) else "decoder"
+
+
+def build(model, *, device, autocast: bool, checkpointing: bool = False,
+          vocab_limit: int | None = None, chunk_rows: int = 2048):
+    """f(prompt_ids, prompt_mask, completion_ids, completion_mask, temperature) -> (log-probs
+    [B, Tc], entropies [B, Tc]) float32, with the variant chosen here, once."""
+    kind = variant(model)
+    if kind == "full":
+        return partial(_full_logits, model, device, autocast)
+    if kind == "fused":
+        hidden = partial(_fused_hidden, model, dtype=torch.bfloat16 if autocast else torch.float32,
+                         checkpointing=checkpointing)
+    else:
+        hidden = partial(_plain_hidden, model, device=device, autocast=autocast)
+    return partial(_chunked, hidden, device, vocab_limit, chunk_rows)
+
+
 def logp_and_entropy(model, prompt_ids, prompt_mask, completion_ids, completion_mask, *,
                      temperature: float, device, autocast: bool, checkpointing: bool = False,
                      vocab_limit: int | None = None, chunk_rows: int = 2048):
-    """(log-probs [B, Tc], entropies [B, Tc]) of the completion tokens, float32."""
+    """(log-probs [B, Tc], entropies [B, Tc]) of the completion tokens, float32 (`build`, once)."""
+    fwd = build(model, device=device, autocast=autocast, checkpointing=checkpointing,
+                vocab_limit=vocab_limit, chunk_rows=chunk_rows)
+    return fwd(prompt_ids, prompt_mask, completion_ids, completion_mask, temperature)
+
+
+def _full_logits(model, device, autocast: bool, prompt_ids, prompt_mask, completion_ids,
+                 completion_mask, temperature: float):
+    from rlvr.models.policy import completion_logits, token_logprobs
+    from rlvr.algo.losses import token_entropy
+    with device.autocast(autocast):
+        logits = completion_logits(model, prompt_ids, prompt_mask, completion_ids, completion_mask)
+    logits = logits.float() / temperature
+    return token_logprobs(logits, completion_ids), token_entropy(logits)
+
+
+def _chunked(hidden, device, vocab_limit: int | None, chunk_rows: int, prompt_ids, prompt_mask,
+             completion_ids, completion_mask, temperature: float):
     ids = torch.cat([prompt_ids, completion_ids], dim=1)
     mask = torch.cat([prompt_mask, completion_mask], dim=1)
     tc = completion_ids.shape[1]
-    if _scales_logits(model):
-        from rlvr.models.policy import completion_logits, token_logprobs
-        from rlvr.algo.losses import token_entropy
-        with device.autocast(autocast):
-            logits = completion_logits(model, prompt_ids, prompt_mask, completion_ids, completion_mask)
-        logits = logits.float() / temperature
-        return token_logprobs(logits, completion_ids), token_entropy(logits)
-    if fused_llama.supports(model):
-        h, head = _fused_hidden(model, ids, mask, torch.bfloat16 if autocast else torch.float32,
-                                checkpointing)
-    else:
-        h, head = _plain_hidden(model, ids, mask, device, autocast)
-        head = head.to(h.dtype)
+    h, head = hidden(ids, mask)
     h = h[:, -tc - 1:-1]                                           # [B, Tc, d]
     b = h.shape[0]
     with device.autocast(False):

@@ -5,7 +5,9 @@ problems every step, or a fixed pool of `pool` traces), a JSONL of {prompt, comp
 teacher model whose sampled completions are kept only when the verifier passes them (distillation by
 rejection sampling). Loss: mean cross-entropy over completion tokens (prompt tokens are masked).
 Training can stop early once held-out greedy accuracy reaches `stop_accuracy` — a deliberately
-partial cold start for the quickstart.
+partial cold start for the quickstart. `sft_episodes` is the masked variant for multi-turn
+episodes (`rlvr sft --task agentic`): the loss counts model tokens only, observation tokens are
+context; its rows come encoded (`rlvr.agents.cold_start`), so this module knows no episode layout.
 """
 
 from __future__ import annotations
@@ -139,13 +141,7 @@ def sft(model, tokenizer, batches: Iterator[list[Pair]], cfg: SFTConfig,
     model.train()
     accuracy, loss_value, step = None, float("nan"), 0
     for step in range(1, cfg.steps + 1):
-        loss = sft_loss(model, next(batches), pad_id, device)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        opt.step()
-        sched.step()
-        loss_value = float(loss.detach())
+        loss_value = _apply(model, opt, sched, sft_loss(model, next(batches), pad_id, device), cfg.grad_clip)
         record = {"sft_step": step, "sft/loss": loss_value}
         if evaluate and cfg.eval_every and step % cfg.eval_every == 0 and step >= cfg.min_steps:
             accuracy = evaluate(step)
@@ -156,3 +152,36 @@ def sft(model, tokenizer, batches: Iterator[list[Pair]], cfg: SFTConfig,
                 and accuracy >= cfg.stop_accuracy:
             break
     return {"steps": step, "loss": loss_value, "accuracy": accuracy}
+
+
+Row = tuple[list[int], list[int], list[int]]   # (prompt ids, completion ids, loss mask)
+
+
+def sft_episodes(model, pad_id: int, batches: Callable[[int], Sequence[Row]], steps: int,
+                 lr: float = 1e-3, log: Callable[[str], None] = print) -> list[float]:
+    """`steps` AdamW steps of masked cross-entropy on `batches(step)`; returns the losses."""
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 20))
+    model.train()
+    losses = []
+    for step in range(steps):
+        rows = batches(step)
+        p_ids, p_mask = left_pad([p for p, _, _ in rows], pad_id)
+        c_ids, c_mask = right_pad([c for _, c, _ in rows], pad_id)
+        loss_mask, _ = right_pad([m for _, _, m in rows], 0)
+        logits = completion_logits(model, p_ids, p_mask, c_ids, c_mask).float()   # [B, T, V]
+        ce = F.cross_entropy(logits.transpose(1, 2), c_ids, reduction="none")     # [B, T]
+        losses.append(_apply(model, opt, sched, (ce * loss_mask).sum() / loss_mask.sum(), 1.0))
+        if step % 50 == 0 or step == steps - 1:
+            log(f"  sft step {step}: loss {losses[-1]:.3f}")
+    return losses
+
+
+def _apply(model, opt, sched, loss: torch.Tensor, grad_clip: float) -> float:
+    """One clipped AdamW step on `loss` and one schedule step; returns the loss."""
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    opt.step()
+    sched.step()
+    return float(loss.detach())

@@ -17,12 +17,12 @@ pass. When every advantage is 0 the optimizer does not step at all
 (AdamW would otherwise keep moving the weights on momentum alone; TRL does step).
 
 Columns that are padding in every remaining row are cut before the forward pass (completion
-columns only for aggregations that do not divide by the padded length). Llama-family policies run
-their forward through `fused_llama.completion_logits` (same logits, fewer ops, and an attention
-whose bf16 backward is fast on CPUs); other models, and models wrapped for data parallelism,
-through their own forward. On a GPU (`Compute.device`) the forward is `gpu_forward.logp_and_entropy` (chunked LM head), minibatches
-are split into micro-batches of at most `micro_batch_tokens` padded tokens whose gradients
-accumulate, and the CPU path above is unchanged.
+columns only for aggregations that do not divide by the padded length). Which rows, orders, rank
+shares, micro-batches and normalisers is decided by the pure plan in `rlvr.training.plan`; this
+module runs it. The forward's backend (`rlvr.training.forward`: fused Llama, the model's own
+forward, or the chunked GPU forward) is chosen once per update from what the model is, never per
+micro-batch. On a GPU (`Compute.device`) minibatches are split into micro-batches of at most
+`micro_batch_tokens` padded tokens whose gradients accumulate.
 
 Under torchrun (`dp`, a `training.distributed.DataParallel`) every rank holds the whole batch and
 runs the same minibatch order; each minibatch's rows are split across ranks and each rank's loss
@@ -39,11 +39,12 @@ from typing import Callable, Sequence
 
 import torch
 
-from rlvr.models import fused_llama
-from rlvr.models.device import Device
-from rlvr.algo.losses import grpo_loss, seq_mean_token_sum_norm, token_entropy
+from rlvr.algo.losses import grpo_loss, seq_mean_token_sum_norm
 from rlvr.algo.offpolicy import mismatch_metrics
-from rlvr.models.policy import completion_logits, left_pad, right_pad, token_logprobs
+from rlvr.models.device import Device
+from rlvr.models.policy import left_pad, right_pad
+from rlvr.training import forward
+from rlvr.training.plan import Minibatch, Part, UpdatePlan, minibatches, pass_order, plan_update, split_rows
 from rlvr.types import Group
 
 
@@ -105,6 +106,16 @@ class LossSpec:
     capped_metric: str = "mismatch/truncated_frac"
 
 
+def default_loss_spec(temperature: float = 1.0) -> LossSpec:
+    """Plain GRPO: token-mean, symmetric clip 0.2, no KL, no entropy term (experiments, tests)."""
+    from rlvr.algo.kl import KL_ESTIMATORS
+    from rlvr.algo.losses import AGGREGATIONS
+
+    return LossSpec(kl_fn=KL_ESTIMATORS["k3"], agg_fn=AGGREGATIONS["token-mean"],
+                    agg_counts_tokens=True, eps_low=0.2, eps_high=0.2, dual_clip=0.0, beta=0.0,
+                    entropy_coef=0.0, temperature=temperature)
+
+
 def build_batch(groups: Sequence[Group], advantages_P_G: torch.Tensor, pad_id: int) -> Batch:
     prompts, completions, logps, advs, masks = [], [], [], [], []
     for p, group in enumerate(groups):
@@ -141,23 +152,9 @@ class Compute:
 
 def _logp_and_entropy(model, batch: Batch, temperature: float, autocast: bool,
                       compute: Compute = Compute()):
-    tensors = (batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_mask)
-    # A wrapped model (DDP, FSDP2) must run its own forward: its hooks sync and gather weights.
-    wrapped = _is_wrapped(model)
-    if compute.device.is_cuda and not wrapped:
-        from rlvr.training.gpu_forward import logp_and_entropy
-        return logp_and_entropy(model, *tensors, temperature=temperature, device=compute.device,
-                                autocast=autocast, checkpointing=compute.checkpointing,
-                                vocab_limit=compute.vocab_limit)
-    if fused_llama.supports(model) and not wrapped:
-        logits = fused_llama.completion_logits(model, *tensors, torch.bfloat16 if autocast else torch.float32)
-    else:
-        with compute.device.autocast(autocast):
-            logits = completion_logits(model, *tensors)
-    logits = logits.float()
-    if temperature != 1.0:
-        logits = logits / temperature
-    return token_logprobs(logits, batch.completion_ids), token_entropy(logits)
+    """One training forward of `model` on `batch`, its backend chosen for this call only (for
+    callers outside the update; `update_policy` chooses once per model)."""
+    return forward.choose(model, compute, autocast)(batch, temperature)
 
 
 def update_policy(model, optimizer, batch: Batch, spec: LossSpec, *, mu: int = 1,
@@ -165,70 +162,36 @@ def update_policy(model, optimizer, batch: Batch, spec: LossSpec, *, mu: int = 1
                   reference=None, autocast: bool = False, generator: torch.Generator | None = None,
                   compute: Compute | None = None, dp=None) -> dict[str, float]:
     """μ passes of clipped-surrogate updates over minibatches; returns mean statistics."""
-    mask_all = batch.train_mask()
-    norm_total = float(mask_all.sum()) if spec.agg_counts_tokens else float(len(batch))
-    active = torch.ones(len(batch), dtype=torch.bool)
-    if skip_zero_advantage and spec.beta == 0 and spec.entropy_coef == 0:
-        active = batch.advantages != 0
-    rows = torch.nonzero(active).squeeze(-1)
-    lr = float(optimizer.param_groups[0]["lr"])
-    stats: dict[str, list[float]] = {"active_fraction": [float(active.float().mean())]}
-    if rows.numel() == 0:
-        return {"active_fraction": 0.0, "optimizer_steps": 0.0, "lr": lr}
-    # Trimming completion columns changes the padded length T, which seq-mean-token-sum-norm divides by.
     compute = compute or Compute()
-    work = batch.rows(rows).trimmed(completions=spec.agg_fn is not seq_mean_token_sum_norm).to(compute.device)
-    ref_logp = _reference_logp(reference, work, spec.temperature, compute) if spec.beta > 0 else None
-    size = minibatch_size or len(batch)
-    single_pass = mu == 1 and size >= len(batch)
-    old_logp = None if single_pass else _old_logp(model, work, spec.temperature, autocast, compute)
-    weights, capped = (None, None) if single_pass else _is_weights(spec, old_logp, work)
-    seen = [] if single_pass else [(old_logp, work, capped)]   # (old, rows, capped) for mismatch/*
+    # Trimming completion columns changes the padded length T, which seq-mean-token-sum-norm divides by.
+    trim = spec.agg_fn is not seq_mean_token_sum_norm
+    plan = plan_update(batch, counts_tokens=spec.agg_counts_tokens, trim_completions=trim, mu=mu,
+                       minibatch_size=minibatch_size,
+                       skip_zero=skip_zero_advantage and spec.beta == 0 and spec.entropy_coef == 0,
+                       micro_batch_tokens=compute.micro_batch_tokens,
+                       rank=dp.rank if dp is not None else 0, world=dp.world if dp is not None else 1)
+    lr = float(optimizer.param_groups[0]["lr"])
+    if plan.empty:
+        return {"active_fraction": 0.0, "optimizer_steps": 0.0, "lr": lr}
+    stats: dict[str, list[float]] = {"active_fraction": [float(plan.active.float().mean())]}
+    work = batch.rows(plan.rows).trimmed(completions=trim).to(compute.device)
+    step = _Step(model, optimizer, forward.choose(model, compute, autocast), spec, plan, work,
+                 grad_clip, dp, stats)
+    if spec.beta > 0:
+        step.ref_logp = _no_grad(forward.choose(reference, compute, False), work, spec.temperature)
+    if not plan.single_pass:
+        step.prepare_old(_no_grad(step.forward, work, spec.temperature))
     # Each minibatch of `size` sequences of the full batch is one optimizer step, normalised by
     # its share of the whole batch's normaliser (TRL's dapo rescales per accumulation window the
     # same way): every step has the full-batch gradient's scale, and over one pass the minibatch
     # gradients AVERAGE to the full-batch gradient (they do not add up to it).
-    n_minibatches = max(1, math.ceil(len(batch) / size))
-    world = dp.world if dp is not None else 1
     steps = 0
     for _ in range(mu):
-        order = torch.randperm(len(rows), generator=generator) if n_minibatches > 1 else torch.arange(len(rows))
-        for chunk in torch.tensor_split(order, n_minibatches):
-            if chunk.numel() == 0:
-                continue
-            chunk, weight = dp.local_rows(chunk) if dp is not None else (chunk, 1.0)
-            mb = work.rows(chunk)
-            optimizer.zero_grad(set_to_none=True)
-            loss = torch.zeros(())
-            # Micro-batches add up to the minibatch's loss: each part's normaliser is the
-            # minibatch's, so the summed gradients equal one backward over the whole minibatch.
-            for part, part_weight in _parts(mb, compute.micro_batch_tokens, dp):
-                sub = mb if part is None else mb.rows(part)
-                logp, entropy = _logp_and_entropy(model, sub, spec.temperature, autocast, compute)
-                old = logp.detach() if old_logp is None else _pick(old_logp, chunk, part)
-                if single_pass:   # weights from this forward's own detached log-probs
-                    part_weights, capped = _is_weights(spec, old, sub)
-                    seen.append((old, sub, capped))
-                else:
-                    part_weights = None if weights is None else _pick(weights, chunk, part)
-                part_loss, mstats = grpo_loss(
-                    logp, old, sub.advantages, sub.train_mask(), eps_low=spec.eps_low,
-                    eps_high=spec.eps_high, dual_clip=spec.dual_clip,
-                    ref_logp=None if ref_logp is None else _pick(ref_logp, chunk, part), beta=spec.beta,
-                    kl_fn=spec.kl_fn, agg_fn=spec.agg_fn, entropy=entropy,
-                    entropy_coef=spec.entropy_coef, norm=norm_total / n_minibatches / world,
-                    is_weight=part_weights)
-                part_loss = part_loss * (weight * part_weight)
-                part_loss.backward()
-                loss = part_loss.detach() if part is None else loss + part_loss.detach().cpu()
-                for k, v in mstats.items():
-                    stats.setdefault(k, []).append(float(v))
-            grad_norm = _step(model, optimizer, loss, grad_clip, dp)
+        for mb in minibatches(plan, pass_order(plan, generator)):
+            step.run(mb)
             steps += 1
-            stats.setdefault("loss", []).append(float(loss))
-            stats.setdefault("grad_norm", []).append(grad_norm)
-    if seen:
-        _mismatch_stats(spec, seen, stats)
+    if step.seen:
+        _mismatch_stats(spec, step.seen, stats)
     out = {k: sum(v) / len(v) for k, v in stats.items()}
     if dp is not None:
         out = dp.all_mean(out)
@@ -237,14 +200,64 @@ def update_policy(model, optimizer, batch: Batch, spec: LossSpec, *, mu: int = 1
     return out
 
 
+class _Step:
+    """One optimizer step per minibatch, from the update's fixed inputs (forward, plan, old and
+    reference log-probs, importance weights)."""
+
+    def __init__(self, model, optimizer, fwd: forward.Forward, spec: LossSpec, plan: UpdatePlan,
+                 work: Batch, grad_clip: float, dp, stats: dict[str, list[float]]):
+        self.model, self.optimizer, self.forward, self.spec, self.plan = model, optimizer, fwd, spec, plan
+        self.work, self.grad_clip, self.dp, self.stats = work, grad_clip, dp, stats
+        self.ref_logp: torch.Tensor | None = None
+        self.old_logp: torch.Tensor | None = None
+        self.weights: torch.Tensor | None = None
+        self.seen: list = []          # (old log-probs, rows, capped) for the mismatch/* metrics
+
+    def prepare_old(self, old_logp: torch.Tensor) -> None:
+        self.old_logp = old_logp
+        self.weights, capped = _is_weights(self.spec, old_logp, self.work)
+        self.seen.append((old_logp, self.work, capped))
+
+    def run(self, mb: Minibatch) -> None:
+        rows = self.work.rows(mb.rows)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = torch.zeros(())
+        # Micro-batches add up to the minibatch's loss: each part's normaliser is the
+        # minibatch's, so the summed gradients equal one backward over the whole minibatch.
+        for part in mb.parts:
+            part_loss = self._part_loss(rows if part.rows is None else rows.rows(part.rows), mb, part)
+            part_loss = part_loss * (mb.weight * part.weight)
+            part_loss.backward()
+            loss = part_loss.detach() if part.rows is None else loss + part_loss.detach().cpu()
+        grad_norm = _step(self.model, self.optimizer, loss, self.grad_clip, self.dp)
+        self.stats.setdefault("loss", []).append(float(loss))
+        self.stats.setdefault("grad_norm", []).append(grad_norm)
+
+    def _part_loss(self, sub: Batch, mb: Minibatch, part: Part) -> torch.Tensor:
+        spec = self.spec
+        logp, entropy = self.forward(sub, spec.temperature)
+        old = logp.detach() if self.old_logp is None else _pick(self.old_logp, mb.rows, part.rows)
+        if self.plan.single_pass:   # weights from this forward's own detached log-probs
+            part_weights, capped = _is_weights(spec, old, sub)
+            self.seen.append((old, sub, capped))
+        else:
+            part_weights = None if self.weights is None else _pick(self.weights, mb.rows, part.rows)
+        ref = None if self.ref_logp is None else _pick(self.ref_logp, mb.rows, part.rows)
+        part_loss, mstats = grpo_loss(
+            logp, old, sub.advantages, sub.train_mask(), eps_low=spec.eps_low,
+            eps_high=spec.eps_high, dual_clip=spec.dual_clip, ref_logp=ref, beta=spec.beta,
+            kl_fn=spec.kl_fn, agg_fn=spec.agg_fn, entropy=entropy,
+            entropy_coef=spec.entropy_coef, norm=self.plan.norm, is_weight=part_weights)
+        for k, v in mstats.items():
+            self.stats.setdefault(k, []).append(float(v))
+        return part_loss
+
+
 def micro_batches(batch: Batch, max_tokens: int) -> list[torch.Tensor | None]:
     """Row index sets of at most `max_tokens` padded tokens each; [None] (the whole batch, no
     split) when `max_tokens` is 0 or the batch fits."""
     width = batch.prompt_ids.shape[1] + batch.completion_ids.shape[1]
-    if max_tokens <= 0 or len(batch) * width <= max_tokens:
-        return [None]
-    per = max(1, max_tokens // width)
-    return list(torch.arange(len(batch), device=batch.advantages.device).split(per))
+    return split_rows(len(batch), width, max_tokens)
 
 
 def _pick(values: torch.Tensor, chunk: torch.Tensor, part: torch.Tensor | None) -> torch.Tensor:
@@ -269,20 +282,6 @@ def _mismatch_stats(spec: LossSpec, parts: list, stats: dict[str, list[float]]) 
         stats[k] = [float(v)]
 
 
-def _parts(mb: Batch, max_tokens: int, dp) -> list[tuple[torch.Tensor | None, float]]:
-    """Micro-batches with their loss weights. Under torchrun every rank runs the same number of
-    them (the most any rank needs), since each backward enters the gradient collectives; a rank
-    left without rows for one runs row 0 with weight 0."""
-    parts = micro_batches(mb, max_tokens)
-    if dp is None:
-        return [(p, 1.0) for p in parts]
-    n = int(dp.all_max(len(parts)))
-    if n == len(parts):
-        return [(p, 1.0) for p in parts]
-    split = torch.tensor_split(torch.arange(len(mb), device=mb.advantages.device), n)
-    return [(p, 1.0) if p.numel() else (torch.zeros(1, dtype=torch.long, device=p.device), 0.0) for p in split]
-
-
 def _step(model, optimizer, loss: torch.Tensor, grad_clip: float, dp=None) -> float:
     """Clip and apply the gradients already accumulated by backward (skipped when non-finite)."""
     params = [p for p in model.parameters() if p.grad is not None]
@@ -301,21 +300,6 @@ def _step(model, optimizer, loss: torch.Tensor, grad_clip: float, dp=None) -> fl
     return grad_norm
 
 
-def _is_wrapped(model) -> bool:
-    """DDP (a wrapper with `.module`) or FSDP2 (parameters are DTensors)."""
-    from torch.distributed.tensor import DTensor
-
-    if hasattr(model, "module"):
-        return True
-    params = getattr(model, "parameters", None)   # a LoRA reference (AdaptersDisabled) has none
-    return callable(params) and isinstance(next(params(), None), DTensor)
-
-
 @torch.no_grad()
-def _old_logp(model, batch: Batch, temperature: float, autocast: bool, compute: Compute) -> torch.Tensor:
-    return _logp_and_entropy(model, batch, temperature, autocast, compute)[0]
-
-
-@torch.no_grad()
-def _reference_logp(reference, batch: Batch, temperature: float, compute: Compute) -> torch.Tensor:
-    return _logp_and_entropy(reference, batch, temperature, False, compute)[0]
+def _no_grad(fwd: forward.Forward, batch: Batch, temperature: float) -> torch.Tensor:
+    return fwd(batch, temperature)[0]

@@ -1,0 +1,77 @@
+"""The training forward, (log-probs, entropies) of the completion tokens, with its backend chosen
+once per model and device, never per micro-batch.
+
+Three backends, looked up by `backend_name`: `gpu` (`gpu_forward.build`: chunked LM
+head, fused decoder stack for Llama-family models) on a GPU; on a CPU the `fused` and `model`
+backends of `rlvr.models.backends` (the same two the CPU engine samples through): fused for the
+Llama family (same logits as the model's forward, fewer ops, an attention whose bf16 backward is
+fast on CPUs), the model's own forward under autocast for anything else. A model wrapped for data
+parallelism always runs its own forward (`model`), whose hooks sync and gather the weights.
+
+Whether a model is wrapped is read from what it is (a DDP wrapper has `.module`; `fully_shard`
+turns the module into an `FSDPModule`), not from the type of its first parameter: after a no-grad
+forward FSDP2 leaves the root's parameters unsharded plain tensors, so a parameter test would pick
+the fused path over mixed DTensor/Tensor weights. Guaranteed: the choice depends only on the model's
+class, its wrapping and the device, so every micro-batch of an update runs the same backend. Not guaranteed: that a model
+wrapped after `choose` was called gets the wrapped backend (choose again after wrapping).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from rlvr.models import backends
+
+# (batch, temperature) -> (log-probs [B, Tc], entropies [B, Tc]); batch: `update.Batch`
+Forward = Callable[[object, float], tuple[torch.Tensor, torch.Tensor]]
+
+
+def is_wrapped(model) -> bool:
+    """DDP (a wrapper with `.module`) or FSDP2 (an `FSDPModule`, or DTensor parameters)."""
+    from torch.distributed.tensor import DTensor
+
+    if hasattr(model, "module") or isinstance(model, _fsdp_types()):
+        return True
+    params = getattr(model, "parameters", None)   # a LoRA reference (AdaptersDisabled) has none
+    return callable(params) and isinstance(next(params(), None), DTensor)
+
+
+def _fsdp_types() -> tuple[type, ...]:
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:   # older torch: only the parameter test in is_wrapped
+        return ()
+    return (FSDPModule,)
+
+
+def backend_name(model, compute) -> str:
+    """`gpu`, `fused` or `model`: the backend `model` trains through on `compute.device`."""
+    if is_wrapped(model):
+        return "model"
+    if compute.device.is_cuda:
+        return "gpu"
+    return backends.backend_name(model)
+
+
+def choose(model, compute, autocast: bool) -> Forward:
+    """The training forward of `model` under `compute` (an `update.Compute`) and `autocast`."""
+    return _BUILD[backend_name(model, compute)](model, compute, autocast)
+
+
+def _gpu(model, compute, autocast: bool) -> Forward:
+    from rlvr.training.gpu_forward import build
+    fwd = build(model, device=compute.device, autocast=autocast, checkpointing=compute.checkpointing,
+                vocab_limit=compute.vocab_limit)
+    return lambda batch, temperature: fwd(batch.prompt_ids, batch.prompt_mask, batch.completion_ids,
+                                          batch.completion_mask, temperature)
+
+
+def _cpu(kind: type):
+    return lambda model, compute, autocast: kind(model, compute.device, autocast).logp_entropy
+
+
+_BUILD: dict[str, Callable[..., Forward]] = {
+    "gpu": _gpu,
+    "fused": _cpu(backends.FusedBackend), "model": _cpu(backends.ModelBackend)}
