@@ -182,8 +182,9 @@ def detect_language(text: str) -> str:
         if set(counts) <= _KANA | {"CJK"} and set(counts) & _KANA:
             return "ja"
         sole = {_SOLE_LANGUAGE_OF_SCRIPT.get(s) for s in counts}
-        if len(sole) == 1 and None not in sole:  # every letter is in a one-language script
-            return sole.pop()
+        # every letter is in a one-language script
+        if len(sole) == 1 and (code := next(iter(sole))) is not None:
+            return code
         return UNDETERMINED
     return _identify(text)
 
