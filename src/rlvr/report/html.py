@@ -3,7 +3,7 @@
 Reads what the loop writes into RUN_DIR — metrics.jsonl (step, eval and event lines),
 transcripts.jsonl, summary.json, eval/eval.json and eval/*.png — and what an experiment
 (`experiments/`) writes into its directory — verdict.md and *.png such as curves.png — and writes
-RUN_DIR/report.html.
+RUN_DIR/report.html. The reading is `rundata.load_run`'s; this module draws and writes the page.
 Guaranteed: the page loads nothing from outside itself (images are base64 data URIs, CSS is
 inline, there is no JavaScript); every text from the run is HTML-escaped; missing files, missing
 keys, a handful of lines, malformed lines and NaN/inf/null values give a report, not a crash

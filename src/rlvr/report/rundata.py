@@ -4,9 +4,8 @@
 summary.json, eval/eval.json and eval/*.png, and an experiment's verdict.md and top-level *.png, into
 one `RunData`; `series` and `finite` pick the finite (step, value) pairs a chart can draw.
 Guaranteed: missing files, malformed or half-written lines and non-object JSON read as absent, never
-raise; non-finite values (NaN, inf, null, bools) are never returned as numbers. Not guaranteed:
-images over EMBED_LIMIT are kept (their bytes are empty: listed, not embedded); nothing here checks
-that a .png really is one (the page does).
+raise; NaN, inf, null and bools are never returned as numbers; an image over EMBED_LIMIT comes with
+empty bytes (listed, not embedded). Not guaranteed: that a *.png holds a PNG (the page checks).
 """
 
 from __future__ import annotations
