@@ -55,14 +55,17 @@ quickstart: $(VENV)/.installed
 	$(BIN)/rlvr quickstart
 
 # The lint gates, configured in pyproject.toml: ruff (with its complexity rule, C901) and mypy at a
-# basic level, both over src/rlvr. Both run even when the first fails, so one call prints every
-# finding. `lint-only` installs nothing: `make lint-only RUFF=... MYPY="..."` runs other installs
-# (mypy from elsewhere needs `--python-executable` of a venv with rlvr's requirements).
+# basic level, both over src/rlvr, then the length gates (tests/unit/test_code_size.py, which
+# `pytest tests` runs too). All three run even when one fails, so one call prints every finding.
+# `lint-only` installs nothing: `make lint-only RUFF=... MYPY="..." PYTEST="..."` runs other
+# installs (mypy from elsewhere needs `--python-executable` of a venv with rlvr's requirements).
 RUFF ?= $(BIN)/ruff
 MYPY ?= $(BIN)/mypy
+PYTEST ?= $(BIN)/python -m pytest
 
 lint-only:
-	@rc=0; $(RUFF) check src/rlvr || rc=1; $(MYPY) || rc=1; exit $$rc
+	@rc=0; $(RUFF) check --output-format concise src/rlvr || rc=1; $(MYPY) || rc=1; \
+		$(PYTEST) -q -p no:cacheprovider tests/unit/test_code_size.py || rc=1; exit $$rc
 
 lint: $(VENV)/.installed-dev
 	@$(MAKE) --no-print-directory lint-only
