@@ -67,7 +67,8 @@ lint-only:
 	@rc=0; $(RUFF) check --output-format concise src/rlvr || rc=1; $(MYPY) || rc=1; \
 		$(PYTEST) -q -p no:cacheprovider tests/unit/test_code_size.py || rc=1; exit $$rc
 
-lint: $(VENV)/.installed-dev
+# Ray too: mypy checks rollout/ray.py against ray's types where ray is installed, as in `make test`.
+lint: $(VENV)/.installed-dev $(VENV)/.installed-ray
 	@$(MAKE) --no-print-directory lint-only
 
 # The report test renders report.html in headless Chromium (Debian's package); as root it is
@@ -83,4 +84,4 @@ test: $(VENV)/.installed-dev $(VENV)/.installed-ray $(VLLM_VENV)/.installed
 	$(VLLM_VENV)/bin/python -m pytest -q tests/engine_vllm
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) runs
+	rm -rf $(VENV) $(VLLM_VENV) runs .mypy_cache .ruff_cache
