@@ -207,7 +207,7 @@ def _descendants():
 
 def _signal_job(pidns):
     """SIGKILL all of the job's pid namespace; without one, stop then kill every descendant (stopped
-    first, so none can fork while the list is walked)."""
+    first, so none forks between being listed and being killed)."""
     if pidns:
         try:
             os.kill(-1, signal.SIGKILL)
