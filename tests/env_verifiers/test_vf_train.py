@@ -243,8 +243,8 @@ def test_other_engines_are_refused(engine):
     # the CLI stops earlier when the package is missing; this is the refusal when it is installed
     from rlvr import config as config_mod
     from rlvr.errors import ConfigError
-    from rlvr.training.setup import _check_combinations
+    from rlvr.config.checks import check_combinations
 
     cfg = config_mod.from_dict({"data": {"task": "verifiers:m:f"}})
     with pytest.raises(ConfigError, match=r"rollout.engine: data.task=verifiers:\.\.\. runs episodes"):
-        _check_combinations(cfg, engine, False)
+        check_combinations(cfg, engine, False)

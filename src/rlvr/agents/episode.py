@@ -6,7 +6,7 @@ ending at the end-of-turn token) and, when the turn is a tool call, the environm
 answers without a tool call ("stop"), the turn budget runs out ("turns"), the token budget runs out
 or a turn hits its per-turn cap ("tokens"), or the environment ends it ("env").
 
-Guaranteed (the behaviour-policy contract in DESIGN.md): `Completion.token_ids` is the engine's
+Guaranteed (the contract of docs/design/behaviour_policy.md): `Completion.token_ids` is the engine's
 sampled ids and the observations' encoded ids concatenated in order, never re-tokenised from the
 joined text; `loss_mask` is 1 exactly on sampled ids; `logprobs` holds the engine's behaviour
 log-probs on sampled ids and 0.0 on environment ids (which the mask excludes). The same seed,

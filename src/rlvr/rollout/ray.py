@@ -4,7 +4,7 @@ Imported only when a config chooses it (the `ray` extra). Each actor holds its o
 policy and its own HF engine (`rollout.hf.HFEngine`); the actors are placed in one placement group
 (one bundle per actor: 1 CPU, or 1 GPU where the cluster has them), on a local Ray started here or
 on an existing cluster (`rollout.ray_address`). Ray places the engines; it does not orchestrate
-training (DESIGN.md, "Scaling out").
+training (docs/design/scaleout.md).
 
 Guaranteed, and tested on a local cluster: problem i goes to actor i mod N, which samples its share
 with a seed derived from (seed, actor index), and the groups come back in problem order, so a run

@@ -42,7 +42,7 @@ from rlvr.models.policy import encode_prompt
 from rlvr.rollout.base import SamplingParams, stamp
 from rlvr.types import Completion, Group, Problem
 
-# Environment for an in-process engine on CPU (../shared/SCALEOUT.md): no engine subprocess, one
+# Environment for an in-process engine on CPU (docs/design/scaleout.md): no engine subprocess, one
 # thread per op (8-13 s per generate otherwise on a busy 2-core machine), a bounded KV cache
 # (otherwise the CPU worker reserves most of RAM), a loopback address.
 _CPU_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1",

