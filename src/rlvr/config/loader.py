@@ -128,7 +128,7 @@ def _build(cls: type, data: dict[str, Any], prefix: str = "",
     kwargs = {}
     for name, value in data.items():
         key, tp = label(f"{prefix}{name}"), hints[name]
-        if dataclasses.is_dataclass(tp):
+        if isinstance(tp, type) and dataclasses.is_dataclass(tp):
             if not isinstance(value, dict):
                 raise ConfigError(f"{key} must be a mapping of keys; got {value!r}")
             kwargs[name] = _build(tp, value, f"{prefix}{name}.", label)
