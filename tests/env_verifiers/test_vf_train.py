@@ -131,7 +131,7 @@ def test_curriculum_and_dynamic_sampling_see_the_rubric(tmp_path, env_file):
                   "curriculum.enabled=true", "dynamic_sampling.enabled=true")
     assert proc.returncode == 0, proc.stderr
     rates = [json.loads(x) for x in _lines(run_dir, "pass_rates.jsonl")]
-    # pass rates per training problem: reward > 0 counts (vowels), from the rubric via the ledger
+    # pass rates per training problem: reward > 0 counts (vowels), from the rubric, kept on each completion
     assert rates and all(r["id"].startswith("vf/") for r in rates)
     assert sum(r["completions"] for r in rates) >= 3 * 2 * 4 and any(r["correct"] > 0 for r in rates)
     assert all("dynamic/informative_groups" in r for r in _steps(run_dir))

@@ -69,7 +69,8 @@ class Run:
         resume_from = run._resume_point()
         from rlvr.models.policy import load_policy, load_reference
         run.policy, run.tokenizer = load_policy(cfg.model.path, cfg.model.dtype, cfg.seed, run.device)
-        getattr(run.task, "check_tokenizer", lambda tok: None)(run.tokenizer)   # before any file is written
+        if run.task is not None:
+            run.task.check_tokenizer(run.tokenizer)   # before any file is written
         if cfg.model.gradient_checkpointing and hasattr(run.policy, "gradient_checkpointing_enable"):
             run.policy.gradient_checkpointing_enable()   # HF forward; the fused path checkpoints itself
         run.engine_model = run.policy
@@ -216,7 +217,7 @@ class Run:
         record.update(stats)
         record.update(self.timings)
         record.update(self.extras)
-        record.update(getattr(self.engine, "sync_metrics", {}))   # e.g. the vLLM weight-sync canary
+        record.update(self.engine.sync_metrics)   # e.g. the vLLM weight-sync canary
         record["tokens_per_s"] = record["completions/total_tokens"] / max(1e-9, self.timings["timing/step"])
         peak = self.device.peak_memory_gb()     # GPU only: CPU metrics files stay as they were
         if peak is not None:
@@ -299,7 +300,7 @@ class Run:
         model_state = self.full_model_state()
         for verifier in self.verifiers.values():  # stops verifier worker processes
             getattr(verifier, "close", lambda: None)()
-        getattr(self.engine, "close", lambda: None)()   # Ray actors, a vLLM engine
+        self.engine.close()   # Ray actors, a vLLM engine, sandboxes
         if not self.is_main:
             self.dp.barrier()
             self.dp.close()
