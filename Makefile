@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: quickstart test install install-dev venv-vllm venv-ray clean
+.PHONY: quickstart test lint lint-only install install-dev venv-vllm venv-ray clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -54,10 +54,29 @@ venv-ray: $(VENV)/.installed-ray
 quickstart: $(VENV)/.installed
 	$(BIN)/rlvr quickstart
 
+# The lint gates, configured in pyproject.toml: ruff (with its complexity rule, C901) and mypy at a
+# basic level, both over src/rlvr, then the length gates (tests/unit/test_code_size.py, which
+# `pytest tests` runs too). All three run even when one fails, so one call prints every finding.
+# `lint-only` installs nothing: `make lint-only RUFF=... MYPY="..." PYTEST="..."` runs other
+# installs (mypy from elsewhere needs `--python-executable` of a venv with rlvr's requirements).
+RUFF ?= $(BIN)/ruff
+MYPY ?= $(BIN)/mypy
+PYTEST ?= $(BIN)/python -m pytest
+
+lint-only:
+	@rc=0; $(RUFF) check --output-format concise src/rlvr || rc=1; $(MYPY) || rc=1; \
+		$(PYTEST) -q -p no:cacheprovider tests/unit/test_code_size.py || rc=1; exit $$rc
+
+# Ray too: mypy checks rollout/ray.py against ray's types where ray is installed, as in `make test`.
+lint: $(VENV)/.installed-dev $(VENV)/.installed-ray
+	@$(MAKE) --no-print-directory lint-only
+
 # The report test renders report.html in headless Chromium (Debian's package); as root it is
 # installed here when missing, otherwise that one test is skipped with its reason.
 # tests/engine_vllm runs a second time under .venv-vllm (in the main venv it is skipped with its reason).
+# The lint gates come first: they take seconds, the tests take many minutes.
 test: $(VENV)/.installed-dev $(VENV)/.installed-ray $(VLLM_VENV)/.installed
+	@$(MAKE) --no-print-directory lint-only
 	@command -v chromium >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || \
 		echo "could not install chromium: the browser test will be skipped"
@@ -65,4 +84,4 @@ test: $(VENV)/.installed-dev $(VENV)/.installed-ray $(VLLM_VENV)/.installed
 	$(VLLM_VENV)/bin/python -m pytest -q tests/engine_vllm
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) runs
+	rm -rf $(VENV) $(VLLM_VENV) runs .mypy_cache .ruff_cache

@@ -27,12 +27,12 @@ _SURFACE = {
 __all__ = sorted(_SURFACE) + ["__version__"]
 
 TYPE_CHECKING = False   # type checkers treat this name as true; `typing` itself is not imported
-if TYPE_CHECKING:
-    from rlvr.config import Config, load
-    from rlvr.errors import ConfigError, DataError, UserError
-    from rlvr.rollout.base import RolloutEngine, SamplingParams
-    from rlvr.types import Completion, Group, Problem, Score
-    from rlvr.verifiers.base import Verifier, get_verifier, register_verifier, verifier_names
+if TYPE_CHECKING:   # F401: these names are used through `__all__`, which ruff cannot evaluate
+    from rlvr.config import Config, load  # noqa: F401
+    from rlvr.errors import ConfigError, DataError, UserError  # noqa: F401
+    from rlvr.rollout.base import RolloutEngine, SamplingParams  # noqa: F401
+    from rlvr.types import Completion, Group, Problem, Score  # noqa: F401
+    from rlvr.verifiers.base import Verifier, get_verifier, register_verifier, verifier_names  # noqa: F401
 
 
 def __getattr__(name: str):

@@ -113,7 +113,8 @@ def load_problems(path: str | Path, default_verifier: str = "",
     if not path.exists():
         raise DataError("file not found", where=str(path))
     rows = _rows_jsonl(path) if path.suffix in {".jsonl", ".json"} else _rows_table(path)
-    problems, seen = [], {}
+    problems: list[Problem] = []
+    seen: dict[str, str] = {}
     for index, (where, row) in enumerate(rows):
         problem = row_to_problem(row, where, index, default_verifier, prompt_field)
         if problem.id in seen:

@@ -11,7 +11,8 @@ import pytest
 from PIL import Image
 
 from rlvr.errors import UserError
-from rlvr.report.html import read_jsonl, series, write_report
+from rlvr.report.html import write_report
+from rlvr.report.rundata import read_jsonl, series
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 XSS = "<script>alert('x')</script></pre><img src=http://evil.example/x.png>"

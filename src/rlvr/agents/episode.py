@@ -66,8 +66,8 @@ def run_episodes(engine, tokenizer, problems: Sequence[Problem], n: int, make_en
             turn = SamplingParams(params.temperature, params.top_p,
                                   min(budget.turn_tokens, room), params.greedy)
             rows = engine.continue_ids([e.prompt + e.ids for e in live], turn, gen)
-            for e, row in zip(live, rows):
-                _advance(e, *row, tokenizer, fmt, budget)
+            for e, (tokens, logps, reason) in zip(live, rows):
+                _advance(e, tokens, logps, reason, tokenizer, fmt, budget)
         completions = [_completion(e, tokenizer) for e in episodes]
     finally:
         for e in episodes:

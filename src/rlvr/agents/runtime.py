@@ -14,6 +14,7 @@ write the plain tool calls; `check_tokenizer` refuses one that cannot encode the
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from rlvr.agents.calls import choose_format
 from rlvr.agents.engine import EpisodeEngine, episode_verifier
@@ -31,7 +32,7 @@ class EpisodeTask:
     def __init__(self, task, agent_cfg, verifier: str = "workspace"):
         self.task, self.cfg, self.verifier_name = task, agent_cfg, verifier
         self.budget = Budget(agent_cfg.max_turns, agent_cfg.max_tokens, agent_cfg.turn_tokens)
-        self._pool = None
+        self._pool: Any = None    # a SandboxPool, started with the first episode
 
     def sample(self, rng: random.Random, n: int, split: str = "train") -> list[Problem]:
         return self.task.sample(rng, n, split)

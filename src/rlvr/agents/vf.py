@@ -39,7 +39,7 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Sequence
+from typing import Any, Container, Sequence
 
 import torch
 
@@ -192,6 +192,7 @@ class OpenAIServer:
         job.done.wait()
         if isinstance(job.row, BaseException):
             raise job.row
+        assert job.row is not None   # the worker sets row before done
         tokens, logps, reason = job.row
         return list(tokens), [float(x) for x in logps], reason
 
@@ -328,7 +329,7 @@ class VerifiersRollouts:
                                   len(calls))
 
 
-def _reward_terms(rubric) -> set[str]:
+def _reward_terms(rubric) -> Container[str]:
     """Names of the rubric's functions with a non-zero weight (private helpers of verifiers'
     classic Rubric and RubricGroup; without them every metric counts as a term)."""
     try:

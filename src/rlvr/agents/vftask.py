@@ -106,7 +106,7 @@ class VerifiersTask:
         self.env = load_environment(task, options)
         self.train, self._heldout = split_problems(self.env, heldout_size, seed)
         self.max_new_tokens = max_new_tokens
-        self._rollouts = None
+        self._rollouts: Any = None    # a VerifiersRollouts once an engine is wrapped
 
     def train_problems(self) -> list[Problem]:
         return list(self.train)

@@ -152,7 +152,7 @@ class Workspace:
         if self.tests_writable:
             left = {p: self.files[p] for p in self.tests if p in self.files}
             passed, status = self._execute({**agent_files, **left}, sorted(left))
-        flags = ("tamper_attempt",) if self.tamper_attempts else ()
+        flags: tuple[str, ...] = ("tamper_attempt",) if self.tamper_attempts else ()
         if status:
             flags += (status,)
         reward = float(passed) - (self.tamper_penalty if self.tamper_attempts else 0.0)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+from functools import partial
 from typing import Callable, Sequence, Union
 
 Answer = Union[str, None]
@@ -91,6 +92,7 @@ def maj_at_k(answers_per_problem: Sequence[Sequence[Answer]],
     """
     if not answers_per_problem:
         raise ValueError("maj@k needs at least one problem")
+    fn: CorrectFn
     if callable(correct_fn_or_refs):
         fn = correct_fn_or_refs
     else:
@@ -98,7 +100,7 @@ def maj_at_k(answers_per_problem: Sequence[Sequence[Answer]],
         if len(refs) != len(answers_per_problem):
             raise ValueError(f"got {len(refs)} references for {len(answers_per_problem)} problems")
         fn = lambda i, a: a == refs[i]  # noqa: E731
-    scores = [maj_at_k_one(answers, lambda a, i=i: fn(i, a), k,
+    scores = [maj_at_k_one(answers, partial(fn, i), k,
                            max_subsets=max_subsets, seed=seed + i)
               for i, answers in enumerate(answers_per_problem)]
     return sum(scores) / len(scores)

@@ -69,7 +69,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "runs/quickstart/final), then overrides, e.g. k=1,4,16 out=runs/eval")
     d = SUPPRESS
     p.add_argument("--out", default=d, help="directory for eval.json and plots")
-    p.add_argument("--data", default=d, help="problems JSONL/parquet (default: the built-in task's held-out set)")
+    p.add_argument("--data", default=d,
+                   help="problems JSONL/parquet (default: the built-in task's held-out set)")
     p.add_argument("--verifier", default=d, help="default verifier for rows that name none")
     p.add_argument("--n", type=int, default=d, help="number of held-out problems (500)")
     p.add_argument("--k", default=d, help="k values for pass@k / maj@k / mean@k (1,4,16)")
@@ -120,7 +121,8 @@ def _load_engine(path: str, device_spec: str = "auto"):
 
 def evaluate_all(engine, problems, verifiers, opts: EvalOptions, args: EvalCommandConfig) -> dict:
     """Every measurement of `rlvr eval`, as the dict written to eval.json."""
-    from rlvr.evaluation.metrics import correct_counts, greedy_accuracy, has_answers, sampled_metrics, vote_curve
+    from rlvr.evaluation.metrics import (correct_counts, greedy_accuracy, has_answers, sampled_metrics,
+                                         vote_curve)
     from rlvr.evaluation.ttc import budget_curve, sample_groups, temperature_sweep
 
     cache: dict[float, list] = {}

@@ -78,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("quickstart", help="tiny model: SFT cold start, GRPO, before/after table")
-    p.add_argument("--config", default=None, help="GRPO stage config (default: the shipped quickstart preset)")
+    p.add_argument("--config", default=None,
+                   help="GRPO stage config (default: the shipped quickstart preset)")
     p.add_argument("--stop-accuracy", type=float, default=0.2,
                    help="end the cold start once a held-out subset reaches this accuracy")
     p.add_argument("--no-eval", action="store_true", help="skip the test-time-compute evaluation")

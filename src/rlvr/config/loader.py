@@ -34,51 +34,85 @@ def _type_name(tp: Any) -> str:
 
 def _coerce(key: str, value: Any, tp: Any) -> Any:
     """Check `value` against annotation `tp`; convert ints to floats and lists to tuples."""
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    bad = ConfigError(f"invalid value {value!r} for {key}; expected {_type_name(tp)}")
-    if origin is Literal:
-        if value not in args:
-            raise ConfigError(f"invalid value {value!r} for {key}; allowed: "
-                              + ", ".join(str(a) for a in args))
-        return value
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        inner = [a for a in args if a is not type(None)]
-        return _coerce(key, value, inner[0])
-    if origin is tuple:
-        if not isinstance(value, (list, tuple)):
-            raise bad
-        item_types = args if (len(args) != 2 or args[1] is not Ellipsis) else (args[0],) * len(value)
-        if len(item_types) != len(value):
-            raise bad
-        return tuple(_coerce(f"{key}[{i}]", v, t) for i, (v, t) in enumerate(zip(value, item_types)))
-    if tp is dict:
-        if not isinstance(value, dict):
-            raise ConfigError(f"invalid value {value!r} for {key}; expected a mapping")
-        return value
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise bad
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise bad
-        return value
-    if tp is float:
-        if isinstance(value, str):  # YAML 1.1 reads 1e-4 (no dot) as a string
-            try:
-                value = float(value)
-            except ValueError:
-                raise bad from None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise bad
-        return float(value)
-    if tp is str:
-        if not isinstance(value, str):
-            raise bad
-        return value
-    raise bad
+    origin = typing.get_origin(tp)
+    rule = _BY_TYPE.get(tp) if origin is None else _BY_ORIGIN.get(origin)
+    if rule is None:
+        raise _bad(key, value, tp)
+    return rule(key, value, tp)
+
+
+def _bad(key: str, value: Any, tp: Any) -> ConfigError:
+    return ConfigError(f"invalid value {value!r} for {key}; expected {_type_name(tp)}")
+
+
+def _literal(key: str, value: Any, tp: Any) -> Any:
+    args = typing.get_args(tp)
+    if value not in args:
+        raise ConfigError(f"invalid value {value!r} for {key}; allowed: "
+                          + ", ".join(str(a) for a in args))
+    return value
+
+
+def _optional(key: str, value: Any, tp: Any) -> Any:
+    args = typing.get_args(tp)
+    if value is None and type(None) in args:
+        return None
+    inner = [a for a in args if a is not type(None)]
+    return _coerce(key, value, inner[0])
+
+
+def _tuple(key: str, value: Any, tp: Any) -> tuple:
+    args = typing.get_args(tp)
+    if not isinstance(value, (list, tuple)):
+        raise _bad(key, value, tp)
+    item_types = args if (len(args) != 2 or args[1] is not Ellipsis) else (args[0],) * len(value)
+    if len(item_types) != len(value):
+        raise _bad(key, value, tp)
+    return tuple(_coerce(f"{key}[{i}]", v, t) for i, (v, t) in enumerate(zip(value, item_types)))
+
+
+def _mapping(key: str, value: Any, tp: Any) -> dict:
+    if not isinstance(value, dict):
+        raise ConfigError(f"invalid value {value!r} for {key}; expected a mapping")
+    return value
+
+
+def _bool(key: str, value: Any, tp: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _bad(key, value, tp)
+    return value
+
+
+def _int(key: str, value: Any, tp: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _bad(key, value, tp)
+    return value
+
+
+def _float(key: str, value: Any, tp: Any) -> float:
+    number = value
+    if isinstance(value, str):  # YAML 1.1 reads 1e-4 (no dot) as a string
+        try:
+            number = float(value)
+        except ValueError:
+            raise _bad(key, value, tp) from None
+    if isinstance(number, bool) or not isinstance(number, (int, float)):
+        raise _bad(key, value, tp)
+    return float(number)
+
+
+def _str(key: str, value: Any, tp: Any) -> str:
+    if not isinstance(value, str):
+        raise _bad(key, value, tp)
+    return value
+
+
+# a generic annotation (Literal[...], X | None, tuple[...]) is checked by its origin, a plain one
+# by itself; anything else (a list, a set) is not a config type
+_BY_ORIGIN: dict[Any, Callable[[str, Any, Any], Any]] = {
+    Literal: _literal, typing.Union: _optional, types.UnionType: _optional, tuple: _tuple}
+_BY_TYPE: dict[Any, Callable[[str, Any, Any], Any]] = {
+    dict: _mapping, bool: _bool, int: _int, float: _float, str: _str}
 
 
 def _build(cls: type, data: dict[str, Any], prefix: str = "",
@@ -94,7 +128,7 @@ def _build(cls: type, data: dict[str, Any], prefix: str = "",
     kwargs = {}
     for name, value in data.items():
         key, tp = label(f"{prefix}{name}"), hints[name]
-        if dataclasses.is_dataclass(tp):
+        if isinstance(tp, type) and dataclasses.is_dataclass(tp):
             if not isinstance(value, dict):
                 raise ConfigError(f"{key} must be a mapping of keys; got {value!r}")
             kwargs[name] = _build(tp, value, f"{prefix}{name}.", label)

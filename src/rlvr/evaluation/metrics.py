@@ -122,7 +122,7 @@ def sampled_metrics(groups: Sequence[Group], ks: Sequence[int], seed: int = 0) -
                                for g, c in zip(groups, counts)) / len(groups)
         out[f"maj@{k}"] = sum(group_maj_at_k(g, k, seed + i)
                               for i, g in enumerate(groups)) / len(groups)
-        out[f"mean@{k}"] = sum(sum(bool(c.score.correct) for c in g.completions[:k]) / k
+        out[f"mean@{k}"] = sum(sum(bool(c.score and c.score.correct) for c in g.completions[:k]) / k
                                for g in groups) / len(groups)
     return out
 

@@ -180,7 +180,7 @@ def budget_curve(engine, problems: Sequence[Problem], verifiers: dict, budgets: 
         score_groups(groups, verifiers)
         done = [g.completions[0] for g in groups]
         curve.append({"budget": budget,
-                      "accuracy": sum(bool(c.score.correct) for c in done) / len(done),
+                      "accuracy": sum(bool(c.score and c.score.correct) for c in done) / len(done),
                       "mean_tokens": sum(len(c.token_ids) for c in done) / len(done),
                       "forced_fraction": sum(c.finish_reason == "forced" for c in done) / len(done)})
     return curve

@@ -62,7 +62,8 @@ def _fused(linears, dtype) -> tuple[torch.Tensor, torch.Tensor | None]:
     weight = torch.cat([lin.weight for lin in linears]).to(dtype)
     if all(lin.bias is None for lin in linears):
         return weight, None
-    bias = torch.cat([lin.bias if lin.bias is not None else torch.zeros(lin.out_features, device=lin.weight.device)
+    bias = torch.cat([lin.bias if lin.bias is not None
+                      else torch.zeros(lin.out_features, device=lin.weight.device)
                       for lin in linears]).to(dtype)
     return weight, bias
 

@@ -17,6 +17,7 @@ Not guaranteed: other PEFT methods (only LoRA is configured here) or several ada
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -76,7 +77,7 @@ def load_adapter_weights(model, ckpt: Path) -> None:
     from peft import set_peft_model_state_dict
     from safetensors.torch import load_file
 
-    result = set_peft_model_state_dict(model, load_file(str(ckpt / "adapter_model.safetensors")))
+    result: Any = set_peft_model_state_dict(model, load_file(str(ckpt / "adapter_model.safetensors")))
     if result.unexpected_keys:
         raise RuntimeError(f"checkpoint {ckpt}: adapter does not match the model "
                            f"(unexpected {result.unexpected_keys[:3]})")

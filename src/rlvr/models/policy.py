@@ -48,7 +48,7 @@ def _load(path: str, dtype: str, seed: int):
         tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
         model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
     except OSError as exc:
-        raise UserError(f"model.path: cannot load a Hugging Face model from {path!r} ({exc})")
+        raise UserError(f"model.path: cannot load a Hugging Face model from {path!r} ({exc})") from exc
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return model, tokenizer

@@ -44,7 +44,7 @@ def build_model(seed: int = 0, hidden: int = 128, layers: int = 4, heads: int = 
         num_attention_heads=heads, num_key_value_heads=heads, intermediate_size=mlp,
         max_position_embeddings=max_positions, tie_word_embeddings=True,
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id, torch_dtype="float32")
+        pad_token_id=tokenizer.pad_token_id, torch_dtype="float32")  # type: ignore[call-arg]
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = LlamaForCausalLM(config)

@@ -163,7 +163,8 @@ class Doctor:
         if e < self.c.entropy_low * base:
             return _alarm("entropy_collapse", f"entropy {e:.3g} fell below {self.c.entropy_low:g}x its "
                           f"baseline {base:.3g}: the policy has stopped exploring",
-                          "raise rollout.temperature, use grpo.eps_high > eps_low (clip-higher), or lower grpo.lr")
+                          "raise rollout.temperature, use grpo.eps_high > eps_low (clip-higher), "
+                          "or lower grpo.lr")
         if e > self.c.entropy_high * base:
             return _alarm("entropy_blowup", f"entropy {e:.3g} rose above {self.c.entropy_high:g}x its "
                           f"baseline {base:.3g}: outputs are turning random",

@@ -74,7 +74,8 @@ class MetricsLog:
                 c, problem = groups[p].completions[g], groups[p].problem
                 f.write(json.dumps({
                     "step": step, "kind": kind, "problem_id": problem.id,
-                    "prompt": problem.prompt if isinstance(problem.prompt, str) else json.dumps(problem.prompt),
+                    "prompt": problem.prompt if isinstance(problem.prompt, str)
+                    else json.dumps(problem.prompt),
                     "completion": c.text, "reward": c.score.reward if c.score else None,
                     "advantage": adv, "flags": list(c.score.flags) if c.score else [],
                     "finish_reason": c.finish_reason}) + "\n")

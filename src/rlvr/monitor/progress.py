@@ -8,7 +8,7 @@ from typing import Any
 class Progress:
     def __init__(self, total: int, start: int = 0, enabled: bool = True, label: str = "GRPO"):
         self.total, self.start, self.enabled, self.label = total, start, enabled, label
-        self._bar = None
+        self._bar: Any = None       # rich's Progress once entered, imported only then
 
     def __enter__(self) -> "Progress":
         if self.enabled:

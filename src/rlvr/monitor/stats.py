@@ -37,7 +37,8 @@ def step_metrics(groups: Sequence[Group], advantages_P_G: torch.Tensor, max_new_
         "completions/clipped_ratio": sum(c.finish_reason in ("length", "tokens") for c in comps) / len(comps),
         "completions/total_tokens": float(lengths.sum()),
         "advantages/abs_mean": float(advantages_P_G.abs().mean()),
-        "group_pass_rates": [round(sum(c.score.correct for c in g.completions) / len(g.completions), 4)
+        "group_pass_rates": [round(sum(bool(c.score and c.score.correct) for c in g.completions)
+                                   / len(g.completions), 4)
                              for g in groups],
     }
     for name, count in sorted(flags.items()):

@@ -1,1 +1,2 @@
-"""The self-contained HTML report: `html` (the page) with `plots` and `ttc_plots` (its figures)."""
+"""The self-contained HTML report: `html` (the page) from `rundata` (what it reads) with `plots` and
+`ttc_plots` (its figures)."""

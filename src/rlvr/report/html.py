@@ -3,7 +3,7 @@
 Reads what the loop writes into RUN_DIR — metrics.jsonl (step, eval and event lines),
 transcripts.jsonl, summary.json, eval/eval.json and eval/*.png — and what an experiment
 (`experiments/`) writes into its directory — verdict.md and *.png such as curves.png — and writes
-RUN_DIR/report.html.
+RUN_DIR/report.html. The reading is `rundata.load_run`'s; this module draws and writes the page.
 Guaranteed: the page loads nothing from outside itself (images are base64 data URIs, CSS is
 inline, there is no JavaScript); every text from the run is HTML-escaped; missing files, missing
 keys, a handful of lines, malformed lines and NaN/inf/null values give a report, not a crash
@@ -16,21 +16,19 @@ from __future__ import annotations
 import base64
 import html
 import json
-import math
 import os
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from rlvr.report import plots
 from rlvr.errors import UserError
+from rlvr.report import plots
+from rlvr.report.rundata import RunData, finite, load_run, series
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 TRANSCRIPT_STEPS = 6          # most recent steps whose transcripts are shown
 TEXT_LIMIT = 3000             # characters kept of each prompt / completion
 OTHER_METRICS_LIMIT = 12
-EMBED_LIMIT = 8 * 2**20       # bytes: larger eval images are listed, not embedded
 
 # anchor: (title, what it shows, [(y label, metric keys)]) — one multi-panel chart each.
 ChartSpec = tuple[str, str, list[tuple[str, tuple[str, ...]]]]
@@ -62,86 +60,6 @@ CHARTS: dict[str, ChartSpec] = {
 _KNOWN = {k for *_, panels in CHARTS.values() for _, keys in panels for k in keys} | {
     "step", "time", "reward/std", "group_pass_rates", "eval/heldout_size", "event", "name",
     "message", "action"}
-
-
-@dataclass
-class RunData:
-    name: str
-    records: list[dict[str, Any]]       # step and eval lines
-    events: list[dict[str, Any]]        # lines with an "event" key (alarms)
-    transcripts: list[dict[str, Any]]
-    summary: dict[str, Any] | None
-    eval_json: dict[str, Any] | None
-    eval_pngs: list[tuple[str, bytes]]
-    verdict: str | None = None                              # an experiment's verdict.md
-    figures: list[tuple[str, bytes]] | None = None          # its top-level *.png (curves.png)
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """JSON objects of a .jsonl file; blank, malformed (e.g. half-written) and non-object lines
-    are skipped. A missing file is empty."""
-    if not path.is_file():
-        return []
-    rows = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(row, dict):
-            rows.append(row)
-    return rows
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _pngs(folder: Path) -> list[tuple[str, bytes]]:
-    """(name, bytes) of folder/*.png; files over EMBED_LIMIT get empty bytes (listed, not embedded)."""
-    return [(p.name, p.read_bytes() if p.stat().st_size <= EMBED_LIMIT else b"")
-            for p in sorted(folder.glob("*.png")) if p.is_file()]
-
-
-def load_run(run_dir: Path) -> RunData:
-    lines = read_jsonl(run_dir / "metrics.jsonl")
-    verdict = run_dir / "verdict.md"
-    return RunData(name=run_dir.resolve().name,
-                   records=[r for r in lines if "event" not in r],
-                   events=[r for r in lines if "event" in r],
-                   transcripts=read_jsonl(run_dir / "transcripts.jsonl"),
-                   summary=_read_json(run_dir / "summary.json"),
-                   eval_json=_read_json(run_dir / "eval" / "eval.json"),
-                   eval_pngs=_pngs(run_dir / "eval"),
-                   verdict=verdict.read_text(encoding="utf-8", errors="replace")
-                   if verdict.is_file() else None,
-                   figures=_pngs(run_dir))
-
-
-def finite(value: Any) -> float | None:
-    """`value` as a float when it is a finite number (not a bool), else None."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-def series(records: Sequence[dict[str, Any]], key: str) -> tuple[plots.Series, int]:
-    """(steps, values) of `key` where both are finite, and how many present values were not."""
-    xs, ys, dropped = [], [], 0
-    for r in records:
-        if key not in r:
-            continue
-        x, y = finite(r.get("step")), finite(r[key])
-        if x is None or y is None:
-            dropped += 1
-            continue
-        xs.append(x)
-        ys.append(y)
-    return (xs, ys), dropped
 
 
 # ---- HTML pieces -------------------------------------------------------------------------------
@@ -201,7 +119,7 @@ def chart_section(data: RunData, title: str, about: str,
             panels.append((ylabel, found))
     if not panels:
         return _note("Not logged in this run.")
-    bands = None
+    bands: dict[str, plots.Band] | None = None
     if "reward/mean" in panels[0][1]:
         pairs = [(finite(r.get("step")), finite(r.get("reward/mean")), finite(r.get("reward/std")))
                  for r in data.records]
@@ -238,8 +156,8 @@ def alarm_section(data: RunData) -> str:
             for r in data.events]
     if not rows:
         return _note("No alarms were raised.")
-    points = [(finite(s), str(n or e), str(a or "")) for s, e, n, _, a in rows]
-    points = [p for p in points if p[0] is not None]
+    points = [(x, str(n or e), str(a or "")) for s, e, n, _, a in rows
+              if (x := finite(s)) is not None]
     body = ""
     if points:
         reward, _ = series(data.records, "reward/mean")
@@ -265,7 +183,7 @@ def timing_section(data: RunData) -> str:
         spent = [sum(v) for v in zip(*stacks.values())] if stacks else [0.0] * len(rows)
         stacks["other"] = [max((t or 0.0) - s, 0.0) if t is not None else 0.0
                            for t, s in zip(totals, spent)]
-    steps = [finite(r["step"]) for r in rows]
+    steps = [float(r["step"]) for r in rows]     # finite: rows were picked for that
     about = "Seconds per step in each stage; 'other' is timing/step minus the named stages."
     return _note(about) + _img(plots.stacked("Time per stage", steps, stacks, "seconds"),
                                  "time per stage")

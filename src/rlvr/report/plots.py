@@ -9,7 +9,7 @@ PNG. Not guaranteed: pixel-identical output across matplotlib versions.
 from __future__ import annotations
 
 import io
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -56,7 +56,7 @@ def line_panels(title: str, panels: Sequence[Panel],
     return _png(fig)
 
 
-def stacked(title: str, steps: Sequence[float], stacks: dict[str, Sequence[float]],
+def stacked(title: str, steps: Sequence[float], stacks: Mapping[str, Sequence[float]],
             ylabel: str) -> bytes:
     """Stacked areas (e.g. seconds per stage) over steps."""
     fig = Figure(layout="constrained", figsize=(_WIDTH, _PANEL_HEIGHT + 0.6))

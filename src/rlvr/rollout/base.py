@@ -6,8 +6,9 @@ The protocol is whole: it declares every member callers use (`pad_id`, `vocab_li
 `model`, `sync_metrics`, `close`), and `check_engine_protocol` refuses, at build time, an engine
 that lacks one, or that lacks `continue_ids` (`TokenContinuer`) when the task plays episodes.
 `PromptEncoder` is the one place prompts become token ids (chat template, pad id, vocabulary
-limit) for every engine. Not checked: members' signatures and types (only their presence). `EngineScored` is the verifier of problems whose engine scores its own completions
-(agent episodes): `score_groups` keeps those scores and never re-verifies them.
+limit) for every engine. Not checked: members' signatures and types (only their presence).
+`EngineScored` is the verifier of problems whose engine scores its own completions (agent
+episodes): `score_groups` keeps those scores and never re-verifies them.
 
 The behaviour-policy contract (every engine honours it; the importance-sampling correction in
 `rlvr.algo.offpolicy` relies on it):
@@ -23,8 +24,9 @@ The behaviour-policy contract (every engine honours it; the importance-sampling 
   when top-k / top-p truncate: the trainer computes log π under the full softmax(z / T), so with
   truncation the measured ratio π / μ is the kept mass (≤ 1), the true off-policy gap.
   (An engine over vLLM asks for log-probs after its logits processing, `logprobs_mode=
-  "processed_logprobs"`, and checks them against this definition in a test.) Greedy decoding (`SamplingParams.greedy`, used
-  for evaluation only) records log_softmax(z) at T = 1; those are not behaviour log-probs.
+  "processed_logprobs"`, and checks them against this definition in a test.) Greedy decoding
+  (`SamplingParams.greedy`, used for evaluation only) records log_softmax(z) at T = 1; those are not
+  behaviour log-probs.
 - `Group.policy_version`: the version last passed to `load_weights` (the number of training
   steps the weights had seen); `Group.seed`: the `seed` argument of the call.
 """

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Sequence
+from typing import Any, Sequence
 
 from rlvr.rollout.base import PromptEncoder, SamplingParams, stamp
 from rlvr.types import Group, Problem
@@ -71,7 +71,7 @@ class RayEngine:
         self.started = not ray.is_initialized()
         if self.started:
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-            local = {} if address else {"num_cpus": max(workers, os.cpu_count() or 1),
+            local: dict[str, Any] = {} if address else {"num_cpus": max(workers, os.cpu_count() or 1),
                                         "_node_ip_address": "127.0.0.1",
                                         "object_store_memory": 256 * 2**20}
             ray.init(address=address or None, include_dashboard=False, log_to_driver=False,
@@ -82,7 +82,7 @@ class RayEngine:
         ray.get(self.group.ready())
         payload = ray.put({"config": policy.config, "state": _cpu_state(policy), "tokenizer": tokenizer,
                            "dtype": next(policy.parameters()).dtype})
-        actor = ray.remote(num_gpus=1 if gpu else 0, num_cpus=0 if gpu else 1)(RolloutWorker)
+        actor: Any = ray.remote(num_gpus=1 if gpu else 0, num_cpus=0 if gpu else 1)(RolloutWorker)
         self.actors = [actor.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
             self.group, placement_group_bundle_index=i)).remote(payload, use_chat_template, template_text)
             for i in range(workers)]

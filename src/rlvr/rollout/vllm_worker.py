@@ -9,8 +9,12 @@ its arguments into lists. Not named `update_weights`: vLLM's worker already has 
 
 from __future__ import annotations
 
+from typing import Callable
+
 
 class WeightSync:
+    reload_weights: Callable[..., None]    # vLLM's worker, which this class extends, defines it
+
     def rlvr_push_weights(self, blob: bytes) -> int:
         """Load the (checkpoint-format) state dict in `blob`; returns the number of tensors."""
         from safetensors.torch import load

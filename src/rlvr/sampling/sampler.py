@@ -49,7 +49,8 @@ class DatasetSampler:
         return self._epoch_order[1]
 
     def next_batch(self, step: int) -> list[Problem]:
-        out, size = [], len(self.problems)
+        out: list[Problem] = []
+        size = len(self.problems)
         while len(out) < self.n:
             epoch, pos = divmod(self.cursor, size)
             out.append(self.problems[self._order(epoch)[pos]])

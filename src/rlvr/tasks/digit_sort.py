@@ -46,7 +46,7 @@ class DigitSortTask:
         return heldout_set(self._draw, n, seed)
 
     def trace(self, problem: Problem) -> str:
-        return ANSWER_MARK + "".join(sorted(problem.prompt[len(PREFIX):-1]))
+        return ANSWER_MARK + "".join(sorted(str(problem.prompt)[len(PREFIX):-1]))   # a plain-text prompt
 
 
 class DigitSortVerifier:

@@ -23,7 +23,9 @@ def sample_split(draw: Draw, rng: random.Random, n: int, split: str = "train") -
 
 def heldout_set(draw: Draw, n: int, seed: int = 1234) -> list[Problem]:
     """A fixed held-out set of n distinct problems (the same for every run with this seed)."""
-    rng, seen, out = random.Random(seed), set(), []
+    rng = random.Random(seed)
+    seen: set[str] = set()
+    out: list[Problem] = []
     while len(out) < n:
         p = draw(rng)
         if p.metadata["split"] == "heldout" and p.id not in seen:

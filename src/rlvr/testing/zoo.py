@@ -110,7 +110,6 @@ def grpo_run(checkpoint: str | Path, run_dir: str | Path, steps: int = 3) -> dic
     budget); returns steps logged, steps whose update ran, and the largest weight change."""
     import json
 
-    import torch
     from safetensors.torch import load_file
 
     from rlvr import config as config_mod
@@ -130,7 +129,7 @@ def grpo_run(checkpoint: str | Path, run_dir: str | Path, steps: int = 3) -> dic
     before = load_file(str(Path(checkpoint) / "model.safetensors"))
     after = load_file(str(run_dir / "run" / "final" / "model.safetensors"))
     change = max(float((after[k].float() - before[k].float()).abs().max()) for k in before if k in after)
-    lines = [json.loads(l) for l in (run_dir / "run" / "metrics.jsonl").read_text().splitlines()]
+    lines = [json.loads(line) for line in (run_dir / "run" / "metrics.jsonl").read_text().splitlines()]
     steps_logged = [r for r in lines if "reward/mean" in r]
     return {"steps": len(steps_logged), "updated_steps": sum(r.get("grad_norm", 0) > 0 for r in steps_logged),
             "max_weight_change": change}

@@ -76,7 +76,7 @@ class CallableVerifier:
 
     def __init__(self, fn: Callable[..., Sequence[float | None]], name: str | None = None):
         self.fn = fn
-        self.name = name or getattr(fn, "__name__", "callable")
+        self.name: str = name or str(getattr(fn, "__name__", "callable"))
 
     def check_reference(self, problem: Problem) -> None:
         return None

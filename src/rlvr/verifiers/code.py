@@ -5,9 +5,10 @@ preferred over blocks tagged with another language). Tests come from `problem.re
 `metadata["tests"]` when the reference is empty, or else the row's own fields in a shipped format:
 HumanEval, MBPP, APPS, CodeContests, LiveCodeBench; see `sandbox/shipped.py`) and, when present,
 `metadata["hidden_tests"]` (or a dataset's private tests), which then decide the reward (visible
-tests are also run and reported in `details`, so special-casing visible tests shows up as a gap). Reward is 1 when
-every case passes (`reward="all"`, the default; the job is stopped at its first failing case) or the
-fraction passed (`reward="fraction"`). Flags: `no_code`, `timeout`, `crash`, `output_limit`.
+tests are also run and reported in `details`, so special-casing visible tests shows up as a gap).
+Reward is 1 when every case passes (`reward="all"`, the default; the job is stopped at its first
+failing case) or the fraction passed (`reward="fraction"`). Flags: `no_code`, `timeout`, `crash`,
+`output_limit`.
 Results are cached on (sha256 of the code, test-set hash): GRPO groups repeat completions.
 Not guaranteed: that a program passing the tests is correct beyond them, or deterministic timing
 (a slow but correct program near the deadline can flip between runs on a loaded machine).

@@ -259,22 +259,28 @@ def validate(constraint: Any) -> str | None:
         inspect.signature(CHECKS[kind]).bind("", **args)
     except TypeError as exc:
         return f"constraint {kind!r}: {exc}"
+    problem = _bad_args(kind, args)
+    return None if problem is None else f"constraint {kind!r}: {problem}"
+
+
+def _bad_args(kind: str, args: dict[str, Any]) -> str | None:
+    """What is wrong with the values of arguments that bind to `CHECKS[kind]`, or None."""
     relation = args.get("relation")
     if relation is not None and _RELATION_ALIASES.get(relation, relation) not in _RELATIONS:
-        return f"constraint {kind!r}: relation must be one of {', '.join(_RELATIONS)}"
+        return f"relation must be one of {', '.join(_RELATIONS)}"
     if "n" in args and (not isinstance(args["n"], int) or isinstance(args["n"], bool) or args["n"] < 0):
-        return f"constraint {kind!r}: n must be an integer >= 0"
+        return "n must be an integer >= 0"
     if kind == "letter_case" and args.get("case") not in ("lower", "upper"):
-        return "constraint 'letter_case': case must be 'lower' or 'upper'"
+        return "case must be 'lower' or 'upper'"
     if kind == "letter_frequency" and not (isinstance(args.get("letter"), str) and len(args["letter"]) == 1):
-        return "constraint 'letter_frequency': letter must be one character"
+        return "letter must be one character"
     code = args.get("language")
     if code is not None and not (isinstance(code, str) and re.fullmatch(r"[A-Za-z]{2,3}(-\w+)?", code)):
-        return f"constraint {kind!r}: language must be an ISO 639-1 code such as 'en', got {code!r}"
+        return f"language must be an ISO 639-1 code such as 'en', got {code!r}"
     words = args.get("keywords", [])
     words = (list(words) if isinstance(words, (list, tuple)) else [words]) + [args.get("keyword", "x")]
     if any(not isinstance(w, str) or not w.strip() for w in words):
-        return f"constraint {kind!r}: keywords must be non-empty strings"
+        return "keywords must be non-empty strings"
     return None
 
 

@@ -14,7 +14,7 @@ Not checked: that the answer is right (that is the task verifier's job).
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import Any, Sequence
 
 from rlvr.types import Problem, Score
 from rlvr.verifiers.math_extract import boxed_contents
@@ -73,7 +73,7 @@ class FormatVerifier:
                  answer: str = "tag"):
         if answer not in _ANSWERS:
             raise ValueError(f"answer must be one of {', '.join(_ANSWERS)}, got {answer!r}")
-        self.options = {"require_think": require_think, "think_prefilled": think_prefilled,
+        self.options: dict[str, Any] = {"require_think": require_think, "think_prefilled": think_prefilled,
                         "answer": answer}
 
     def check_reference(self, problem: Problem) -> None:

@@ -44,8 +44,9 @@ CONFIDENT = 0.5  # fastText's probability from which its answer stands without l
 SENTENCE_SURE = 0.8  # language_share: fastText's probability from which it judges a sentence alone
 MIN_LETTERS = 20  # below this, shared-script texts are "und" (accuracy by length: see the docs)
 # Languages fastText's small model confuses with each other: an answer in one of these groups stands
-# alone only from CONFUSABLE_SURE, below it langdetect chooses in the group (it names Nepali that fastText gives
-# Hindi at p = 0.58-0.73; a Bulgarian line fastText gives Russian at 0.81 is judged with its text).
+# alone only from CONFUSABLE_SURE, below it langdetect chooses in the group (it names Nepali that
+# fastText gives Hindi at p = 0.58-0.73; a Bulgarian line fastText gives Russian at 0.81 is judged
+# with its text).
 CONFUSABLE_SURE = 0.9
 _GROUPS = ({"hi", "ne", "mr"}, {"ru", "uk", "bg", "mk", "sr", "be"}, {"ar", "fa", "ur"}, {"ms", "id"},
            {"no", "nb", "nn", "da"}, {"hr", "bs", "sr", "sh"})
@@ -181,8 +182,9 @@ def detect_language(text: str) -> str:
         if set(counts) <= _KANA | {"CJK"} and set(counts) & _KANA:
             return "ja"
         sole = {_SOLE_LANGUAGE_OF_SCRIPT.get(s) for s in counts}
-        if len(sole) == 1 and None not in sole:  # every letter is in a one-language script
-            return sole.pop()
+        # every letter is in a one-language script
+        if len(sole) == 1 and (code := next(iter(sole))) is not None:
+            return code
         return UNDETERMINED
     return _identify(text)
 

@@ -129,6 +129,10 @@ class MathVerifier:
         answer = answers[0]
         if not single:  # the same set written another way: "6 and 8" for "6, 8"
             answer, ref = as_list(answer), as_list(ref)
+        return self._judge(t0, source, answer, ref)
+
+    def _judge(self, t0: float, source: str, answer: str, ref: str) -> _Plan:
+        """The plan for the one answer left: decided here unless only the symbolic worker can."""
         if len(answer) > self.max_answer_chars:
             return _Plan(Score(0.0, False, ("too_long",), answer[:200], _details(t0, source, "strict")))
         verdict = fast_equal(*_as_intervals(answer, ref))

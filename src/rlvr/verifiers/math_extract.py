@@ -55,11 +55,10 @@ def _tag_candidates(region: str) -> list[str]:
 
 
 def _phrase_candidates(region: str) -> list[str]:
-    last = None
-    for last in _PHRASE.finditer(region):
-        pass
-    if last is None:
+    matches = list(_PHRASE.finditer(region))
+    if not matches:
         return []
+    last = matches[-1]
     rest = re.sub(r"^[}*:\s]+", "", region[last.end():])  # "**Answer:** 6", "\\textbf{Answer:} 6"
     line = rest.split("\n", 1)[0]
     boxes = boxed_contents(line)

@@ -36,9 +36,11 @@ _TRAILING_WORDS = re.compile(r"(?<=[\d.])\s+[A-Za-z]{3,}(?:\s+[A-Za-z]{3,}){0,2}
 _CURRENCY = re.compile(r"^(?:\\\$|\$|€|£|¥|\\euro|USD|US\$|EUR|GBP|Rs\.?)\s*")
 _DEGREES = re.compile(r"\^\s*\{?\\circ\}?|°|\\degree")
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
-_FRAC = re.compile(r"([+-]?)\\[dt]?frac\s*(?:\{\s*([+-]?\d+)\s*\}|(\d))\s*(?:\{\s*([+-]?\d+)\s*\}|(\d))")
+_FRAC = re.compile(r"([+-]?)\\[dt]?frac"
+                   r"\s*(?:\{\s*([+-]?\d+)\s*\}|(\d))\s*(?:\{\s*([+-]?\d+)\s*\}|(\d))")
 _SLASH = re.compile(r"([+-]?\d+)\s*/\s*([+-]?\d+)")
-_SCI = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*(?:\\times|\\cdot|\*|x)\s*10\s*\^\s*\{?\s*([+-]?\d{1,3})\s*\}?")
+_SCI = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*(?:\\times|\\cdot|\*|x)"
+                  r"\s*10\s*\^\s*\{?\s*([+-]?\d{1,3})\s*\}?")
 _E_NOTATION = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+))[eE]([+-]?\d{1,3})")
 _REPEATING = re.compile(r"([+-]?)(\d*)\.(\d*)\\overline\s*\{?(\d{1,20})\}?")
 
@@ -243,7 +245,8 @@ def number_vs_shape(pred: str, ref: str) -> bool | None:
     """A plain-number answer against a set, interval, tuple, matrix or `x = number` reference.
 
     A number equals a one-element set holding it and the right side of `x = number`; it never
-    equals an interval, a tuple, a set of several numbers or a matrix of several entries. None when `ref` is none of these.
+    equals an interval, a tuple, a set of several numbers or a matrix of several entries. None when
+    `ref` is none of these.
     """
     number = to_number(pred)
     if number is None:

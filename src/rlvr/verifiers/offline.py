@@ -12,7 +12,8 @@ Guarantees: every row is validated (JSON, required fields) before any scoring; a
 stops the run with one line naming `file:line` and the field, exit status 2, and no output file. A
 well-formed row whose reference the verifier cannot use (empty, unparseable) is still written, with
 reward 0 and flag `bad_reference` (and the reason in `failed`): one bad reference does not refuse
-the whole file. Training-data loading (`rlvr.data.check_references`) still refuses such rows. Output is written to a temporary file beside the target and renamed into place at the end.
+the whole file. Training-data loading (`rlvr.data.check_references`) still refuses such rows.
+Output is written to a temporary file beside the target and renamed into place at the end.
 """
 
 from __future__ import annotations

@@ -55,8 +55,10 @@ def _import_target(target: str):
         if not path.is_file():
             raise FileNotFoundError(f"no such file: {target}")
         spec = importlib.util.spec_from_file_location(f"rlvr_reward_{abs(hash(str(path)))}", path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {target} as a module")
         module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        spec.loader.exec_module(module)
         return module
     return importlib.import_module(target)
 
@@ -177,7 +179,9 @@ class RewardFunctionsVerifier:
 
     def score_batch(self, responses: Sequence[str], problems: Sequence[Problem],
                     token_ids: Sequence[Sequence[int]] | None = None) -> list[Score]:
-        per_term, flags, errors = [], [], []
+        per_term: list[Sequence[float | None]] = []
+        flags: list[str] = []
+        errors: list[str] = []
         for t in self.terms:
             rewards, term_flags, error = t.rewards(list(responses), list(problems), token_ids)
             per_term.append(rewards)
@@ -186,11 +190,11 @@ class RewardFunctionsVerifier:
         total = combine(per_term, self.weights)
         out = []
         for i, reward in enumerate(total):
-            primary = self.terms[self.primary]
+            primary, primary_reward = self.terms[self.primary], per_term[self.primary][i]
             correct = (primary.scores[i].correct if isinstance(primary, _VerifierTerm)
-                       else bool(per_term[self.primary][i] and per_term[self.primary][i] > 0))
+                       else bool(primary_reward and primary_reward > 0))
             row_flags = tuple(dict.fromkeys(flags + (["unscorable"] if reward is None else [])))
-            details = {"terms": {t.name: r[i] for t, r in zip(self.terms, per_term)}}
+            details: dict[str, Any] = {"terms": {t.name: r[i] for t, r in zip(self.terms, per_term)}}
             if errors:
                 details["error"] = "; ".join(errors)[:500]
             out.append(Score(0.0 if reward is None else reward, correct, row_flags, None, details))

@@ -41,7 +41,8 @@ def _events(out: str) -> list | None:
 
 def _case_results(events: list, total: int) -> tuple[list, bool] | None:
     """Results in index order and whether `done` closed them; None when the stream is forged."""
-    results, done = [], False
+    results: list = []
+    done = False
     for event in events:
         if done:
             return None

@@ -27,7 +27,7 @@ import time
 import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import IO, Any, Callable
 
 from rlvr.verifiers.sandbox import cgroup
 from rlvr.verifiers.sandbox.probe import Capabilities, bwrap_args, probe
@@ -61,6 +61,8 @@ class Zygote:
         cfg: dict[str, Any] = {"landlock": caps.landlock_abi, "grader_pid": 0}
         prefix = str(Path(caps.python).resolve().parent.parent)  # the interpreter's stdlib
         if caps.tier == "bwrap":
+            if caps.bwrap is None:
+                raise SandboxUnavailable("the bwrap tier was given without a bwrap binary")
             cfg.update(workdir="/tmp", pidns=True, read_paths=READ_PATHS + ["/sbx", prefix])
             argv = bwrap_args(caps.bwrap, caps.python, self.sbxdir, uid is not None,
                               self.tmpfs_mb) + ["/sbx/zygote.py"]
@@ -91,16 +93,24 @@ class Zygote:
             raise SandboxUnavailable(f"zygote failed to start ({self.caps.tier})")
         self._confine()
 
+    def _pipes(self) -> tuple[subprocess.Popen, IO[bytes], IO[bytes]]:
+        """The started zygote with its stdin and stdout (`start` opens both as pipes)."""
+        proc = self.proc
+        if proc is None or proc.stdin is None or proc.stdout is None:
+            raise RuntimeError("the zygote is not running")
+        return proc, proc.stdin, proc.stdout
+
     def _confine(self) -> None:
         """Put the started zygote tree in its own cgroup when the machine allows (root)."""
         if self.cgroup_limits is None:
             return
-        name = f"rlvr-sandbox-{os.getpid()}-{self.proc.pid}"
+        pid = self._pipes()[0].pid
+        name = f"rlvr-sandbox-{os.getpid()}-{pid}"
         self.cgroups = cgroup.create(name, *self.cgroup_limits) or []
-        cgroup.attach(self.cgroups, cgroup.tree(self.proc.pid))
+        cgroup.attach(self.cgroups, cgroup.tree(pid))
 
     def _read_line(self, deadline: float) -> dict | None:
-        fd = self.proc.stdout.fileno()
+        fd = self._pipes()[2].fileno()
         while b"\n" not in self._buf:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
@@ -126,13 +136,14 @@ class Zygote:
                 _send_blob(self.sock, blob)
             line = json.dumps({**job, "stream": on_event is not None,
                                "blob": blob is not None}) + "\n"
-            self.proc.stdin.write(line.encode())
-            self.proc.stdin.flush()
+            stdin = self._pipes()[1]
+            stdin.write(line.encode())
+            stdin.flush()
             reply, stopped = self._read_line(deadline), False
             while reply is not None and "ev" in reply:
                 if not stopped and _wants_stop(on_event, reply["ev"]):
-                    self.proc.stdin.write(b"stop\n")
-                    self.proc.stdin.flush()
+                    stdin.write(b"stop\n")
+                    stdin.flush()
                     stopped = True
                 reply = self._read_line(deadline)
         except OSError:
@@ -154,7 +165,8 @@ class Zygote:
             self.proc.kill()
             self.proc.wait()
             for f in (self.proc.stdin, self.proc.stdout, self.sock):
-                f.close()
+                if f is not None:
+                    f.close()
             self.proc = None
         if self.workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
@@ -175,8 +187,12 @@ def _send_blob(sock: socket.socket, text: str) -> None:
         os.close(fd)
 
 
-def _wants_stop(on_event: Callable[[str], bool], line: str) -> bool:
-    """The caller's verdict on a streamed line; a failing callback stops the job, never the pool."""
+def _wants_stop(on_event: Callable[[str], bool] | None, line: str) -> bool:
+    """The caller's verdict on a streamed line; a failing callback stops the job, never the pool,
+    and so does a line nobody asked for (the zygote streams only when given a callback)."""
+    if on_event is None:
+        log.error("sandbox zygote streamed an event unasked; stopping the job")
+        return True
     try:
         return bool(on_event(line))
     except Exception:

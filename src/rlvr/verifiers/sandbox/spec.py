@@ -173,13 +173,13 @@ def _assert_case_or_raise(test: ast.expr, param: str) -> Case | None:
 
 def _close_case(node: ast.expr, tol: Any, param: str) -> Case | None:
     """`abs(candidate(...) - x) < tol` (abs or math.fabs, either operand order)."""
-    is_abs = isinstance(node, ast.Call) and len(node.args) == 1 and (
-        (isinstance(node.func, ast.Name) and node.func.id == "abs")
-        or (isinstance(node.func, ast.Attribute) and node.func.attr == "fabs"))
-    if not is_abs or not isinstance(node.args[0], ast.BinOp) or not isinstance(
-            node.args[0].op, ast.Sub) or type(tol) not in (int, float):
+    if not isinstance(node, ast.Call) or len(node.args) != 1 or not (
+            (isinstance(node.func, ast.Name) and node.func.id == "abs")
+            or (isinstance(node.func, ast.Attribute) and node.func.attr == "fabs")):
         return None
     diff = node.args[0]
+    if not isinstance(diff, ast.BinOp) or not isinstance(diff.op, ast.Sub) or type(tol) not in (int, float):
+        return None
     for call, other in ((diff.left, diff.right), (diff.right, diff.left)):
         args = _call_args(call, param)
         if args is not None:

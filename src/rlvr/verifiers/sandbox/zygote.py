@@ -205,6 +205,24 @@ def _descendants():
     return found
 
 
+def _signal_job(pidns):
+    """SIGKILL all of the job's pid namespace; without one, stop then kill every descendant (stopped
+    first, so none forks between being listed and being killed)."""
+    if pidns:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        return
+    pids = _descendants()
+    for sig in (signal.SIGSTOP, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+
+
 def _kill_all(pidns, job_pid):
     """Kill everything the job left (the job too), freezing first; reap until no child remains.
 
@@ -212,19 +230,7 @@ def _kill_all(pidns, job_pid):
     """
     job, end = None, time.monotonic() + 2.0
     while time.monotonic() < end:
-        if pidns:
-            try:
-                os.kill(-1, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        else:
-            pids = _descendants()
-            for sig in (signal.SIGSTOP, signal.SIGKILL):
-                for pid in pids:
-                    try:
-                        os.kill(pid, sig)
-                    except ProcessLookupError:
-                        pass
+        _signal_job(pidns)
         try:
             while True:
                 pid, status, usage = os.wait4(-1, os.WNOHANG)
