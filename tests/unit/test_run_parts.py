@@ -155,6 +155,29 @@ def test_rollout_source_state_resumes_the_sampler_where_it_was():
     assert again.engine.seeds == first.engine.seeds[-1:]     # seeds come from (seed, step)
 
 
+def test_rollouts_ahead_run_on_a_private_engine_the_source_builds():
+    meter, copies = Meter(), []
+
+    def copy_engine():
+        copies.append(_Engine())
+        return copies[-1]
+
+    cfg = _cfg("grpo.group_size=2", "grpo.prompts_per_step=2", "rollout.max_staleness=1")
+    problems = [Problem(id=f"p{i}", prompt="", reference="1", verifier="arithmetic") for i in range(4)]
+    source = RolloutSource(cfg, _Engine(), build_verifiers({"arithmetic"}), build_sampler(cfg, None, problems),
+                           meter, copy_engine)
+    source.take(0)
+    source.ahead(0, policy="weights after step 0")
+    source.wait()
+    assert len(copies) == 1 and copies[0].loaded == [0] and source.engine.seeds != []
+    meter.reset()
+    groups = source.take(1)
+    assert len(groups) == 2 and len(source.engine.seeds) == 1      # step 1 came from the buffer
+    assert meter.extras["async/staleness"] == 1.0 and "timing/generate" in meter.extras
+    source.ahead(2, policy=None)                                    # step 3 is past the last step
+    assert source.rollouts.buffer == {}
+
+
 # ---- RunLog ----------------------------------------------------------------------------------
 
 

@@ -44,7 +44,8 @@ class _Entry:
 class Rollouts:
     def __init__(self, source, max_staleness: int, total_steps: int | None = None,
                  copy_engine: Callable[[], Any] | None = None):
-        """`copy_engine()` builds the private engine that runs ahead (on the first `ahead`)."""
+        """`copy_engine()` builds the private engine that runs ahead (on the first `ahead`);
+        `total_steps` None: no last step."""
         self.source, self.k = source, max_staleness
         self.total_steps, self.copy_engine = total_steps, copy_engine
         self.buffer: dict[int, _Entry] = {}
@@ -73,10 +74,13 @@ class Rollouts:
     def ahead(self, step: int, policy) -> None:
         """k > 0: start generating the rollouts of step + k from `policy`'s current weights."""
         target, source = step + self.k, self.source
-        if self.k == 0 or target >= self.total_steps or target in self.buffer:
+        past_the_end = self.total_steps is not None and target >= self.total_steps
+        if self.k == 0 or past_the_end or target in self.buffer:
             return
         problems = source.sampler.next_batch(target)
         if self.engine is None:
+            if self.copy_engine is None:
+                raise ValueError("rollout.max_staleness > 0 needs an engine to copy (copy_engine)")
             self.engine = self.copy_engine()
         self.engine.load_weights(policy, step)
         threads = torch.get_num_threads()
