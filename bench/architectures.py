@@ -1,4 +1,4 @@
-"""The architecture table in the README: for each family in `rlvr.models.zoo` (tiny, random init,
+"""The architecture table in the README: for each family in `rlvr.testing.zoo` (tiny, random init,
 built locally), which decode path the engine takes, the largest |Δ log-prob| of sampled tokens
 against a plain Hugging Face forward (the engine's sampling log-probs, and the update's padded
 recomputation), and how many GRPO steps ran with an optimizer update. The baseline is the plain
@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 import transformers
 
-from rlvr.models import zoo
+from rlvr.testing import zoo
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what the GPU machine lacks into .whl/ (git-ignored), for bench/gpu_check.sh.
 # That machine has Python 3.12, torch 2.11 (CUDA 13), transformers 5.17, accelerate, peft, pytest,
-# hypothesis (shared/SCALEOUT.md); rlvr, its light dependencies and TRL travel as wheels (~5 MB).
+# hypothesis (docs/design/scaleout.md); rlvr, its light dependencies and TRL travel as wheels (~5 MB).
 # Run once here, from the repository root:  bash bench/gpu_prep.sh
 set -euo pipefail
 PY=${PY:-python3}

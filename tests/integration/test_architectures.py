@@ -1,4 +1,4 @@
-"""Every architecture in `models.zoo`: the engine's sampling log-probs and the update's recomputed
+"""Every architecture in `rlvr.testing.zoo`: the engine's sampling log-probs and the update's recomputed
 log-probs equal a plain Hugging Face forward of each unpadded sequence, and GRPO steps run and
 change the weights. The fused path is taken for exactly the families it is tested on."""
 
@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from rlvr.models import fused_llama, zoo
+from rlvr.models import fused_llama
+from rlvr.testing import zoo
 
 FUSED = {"llama", "qwen2"}
 TOL = 1e-4   # float32; measured differences are ~1e-6 (bench/architectures.py prints them)

@@ -1,16 +1,17 @@
-"""EpisodeEngine / ScoreLedger / EpisodeVerifier: episodes behind the engine seam, scored by the
-environment through the verifier path (`score_groups`), with a scripted engine (no sandbox)."""
+"""EpisodeEngine / episode_verifier: episodes behind the engine seam, scored by the environment;
+`score_groups` keeps those scores (and refuses an unscored episode), with a scripted engine (no
+sandbox)."""
 
 from __future__ import annotations
 
 import pytest
 
-from rlvr.agents.engine import EpisodeEngine, EpisodeVerifier, ScoreLedger
+from rlvr.agents.engine import EpisodeEngine, episode_verifier
 from rlvr.agents.env import Step
 from rlvr.agents.episode import Budget
 from rlvr.evaluation.metrics import score_groups
 from rlvr.models.tiny import CHARS, build_tokenizer
-from rlvr.rollout.base import SamplingParams
+from rlvr.rollout.base import EngineScored, PromptEncoder, SamplingParams
 from rlvr.tasks.agentic import EXTRA_CHARS, make_problem
 from rlvr.types import Completion, Group, Score
 
@@ -22,7 +23,7 @@ class Scripted:
 
     def __init__(self, turns):
         self.turns, self.calls, self.pad_id, self.version = turns, 0, TOK.pad_token_id, 7
-        self.model, self.loaded = "model", None
+        self.model, self.loaded, self.prompts = "model", None, PromptEncoder(TOK)
 
     def continue_ids(self, prefixes, params, gen):
         ids = TOK(self.turns[self.calls], add_special_tokens=False)["input_ids"] + [TOK.eos_token_id]
@@ -53,43 +54,36 @@ class CountingEnv:
         self.closed = True
 
 
-def test_episodes_are_scored_by_their_environment_through_the_verifier():
+def test_episodes_are_scored_by_their_environment_and_keep_that_score():
     problems = [make_problem(1, 2), make_problem(3, 4)]
-    ledger, envs = ScoreLedger(), []
+    envs = []
 
     def make_env(p):
         envs.append(CountingEnv())
         return envs[-1]
 
-    engine = EpisodeEngine(Scripted(["calc:1", "run:", ""]), TOK, make_env, Budget(4, 80, 24), ledger)
+    engine = EpisodeEngine(Scripted(["calc:1", "run:", ""]), TOK, make_env, Budget(4, 80, 24))
     groups = engine.generate(problems, 3, SamplingParams(), seed=11)
     assert [(g.policy_version, g.seed) for g in groups] == [(7, 11), (7, 11)]
-    assert len(ledger) == 6 and all(e.closed for e in envs)
-    for g in groups:
-        for c in g.completions:
-            c.score = None       # Run.verify attaches scores: they must come back from the ledger
-    score_groups(groups, {"workspace": EpisodeVerifier(ledger)})
-    assert len(ledger) == 0
+    assert len(envs) == 6 and all(e.closed for e in envs)
+    assert [c.score for g in groups for c in g.completions] == [Score(2.0, True)] * 6
+    score_groups(groups, {"workspace": episode_verifier()})   # Run.verify: scores stay as set
     assert [c.score for g in groups for c in g.completions] == [Score(2.0, True)] * 6
     assert all(c.loss_mask is not None and c.turns == 3 for g in groups for c in g.completions)
 
 
-def test_ledger_hands_out_scores_per_problem_and_tokens_in_order():
-    ledger = ScoreLedger()
-    p, q = make_problem(1, 2), make_problem(5, 6)
-    s1, s2, s3 = Score(1.0, True), Score(0.0, False, ("tamper_attempt",)), Score(0.5, False)
-    ledger.record([Group(p, [], [Completion("", [1, 2], [], "stop", s1),
-                                 Completion("", [1, 2], [], "stop", s2)]),
-                   Group(q, [], [Completion("", [1, 2], [], "stop", s3)])])
-    assert ledger.take(q, [1, 2]) == s3
-    assert ledger.take(p, [1, 2]) == s1 and ledger.take(p, [1, 2]) == s2
-    assert ledger.take(p, [1, 2]) is None and len(ledger) == 0
+def test_an_episode_without_its_engines_score_is_an_error_not_a_zero():
+    p = make_problem(1, 2)
+    scored, unscored = Completion("", [1, 2], [], "stop", Score(1.0, True)), Completion("", [1], [], "stop")
+    with pytest.raises(RuntimeError, match="1 of 2 completions carry no score"):
+        score_groups([Group(p, [], [scored, unscored])], {"workspace": episode_verifier()})
+    with pytest.raises(RuntimeError, match="scored by their engine"):
+        EngineScored("workspace").score_batch(["x"], [p])
 
 
-def test_verifier_without_an_episode_gives_zero_and_a_flag():
-    verifier = EpisodeVerifier(ScoreLedger())
-    assert verifier.score_batch(["x"], [make_problem(1, 2)], token_ids=[[3]]) == [
-        Score(0.0, False, ("no_episode",))]
+def test_verifier_checks_workspace_references():
+    verifier = episode_verifier()
+    assert isinstance(verifier, EngineScored) and verifier.name == "workspace"
     with pytest.raises(ValueError, match="tests"):
         verifier.check_reference(make_problem(1, 2).__class__("x", "1+2", reference={}))
 
@@ -97,9 +91,10 @@ def test_verifier_without_an_episode_gives_zero_and_a_flag():
 def test_engine_delegates_weights_and_closes_its_environments_owner():
     closed = []
     inner = Scripted([""])
-    engine = EpisodeEngine(inner, TOK, lambda p: CountingEnv(), Budget(), ScoreLedger(),
+    inner.close = lambda: closed.append("inner")
+    engine = EpisodeEngine(inner, TOK, lambda p: CountingEnv(), Budget(),
                            on_close=lambda: closed.append(1))
     engine.load_weights("policy", 3)
     assert inner.loaded == "policy" and engine.version == 3 and engine.model == "model"
     engine.close()
-    assert closed == [1]
+    assert closed == ["inner", 1]

@@ -65,3 +65,15 @@ def test_config_module_imports_no_torch():
     code = "import sys, rlvr.config; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_loading_a_config_imports_no_torch_and_no_stage_above_config():
+    import subprocess
+    import sys
+
+    code = ("import sys; from rlvr import config; config.load('quickstart', "
+            "['data.reward_funcs=[{verifier: math}]']); "
+            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith(('rlvr.verifiers', "
+            "'rlvr.training', 'rlvr.models'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr + out.stdout

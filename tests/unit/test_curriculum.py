@@ -9,8 +9,8 @@ import pytest
 
 from rlvr import config as config_mod
 from rlvr.config import CurriculumConfig
-from rlvr.sampling.curriculum import (CurriculumSampler, PassRateTracker, dynamic_sample, export_from_checkpoint,
-                             reward_std)
+from rlvr.sampling.curriculum import CurriculumSampler, PassRateTracker, dynamic_sample, reward_std
+from rlvr.training.pass_rates import export_from_checkpoint
 from rlvr.errors import ConfigError
 from rlvr.types import Completion, Group, Problem, Score
 

@@ -110,10 +110,11 @@ def _completion(text: str, reward: float | None = None) -> Completion:
 class _Engine:
     """A rollout engine that answers every problem with its reference, then ">0"."""
 
-    pad_id, vocab_limit = 0, None
+    pad_id, vocab_limit, version, model = 0, None, 0, None
 
     def __init__(self):
         self.seeds, self.loaded = [], []
+        self.sync_metrics: dict[str, float] = {}
 
     def generate(self, problems, n, params, seed):
         self.seeds.append(seed)
@@ -122,6 +123,11 @@ class _Engine:
 
     def load_weights(self, policy, version=0):
         self.loaded.append(version)
+        self.version = version
+        self.sync_metrics = {"sync/calls": float(len(self.loaded))}
+
+    def close(self):
+        self.loaded.append("closed")
 
 
 def _source(meter: Meter, *overrides: str) -> RolloutSource:
@@ -141,7 +147,15 @@ def test_rollout_source_generates_verifies_and_meters_a_step():
     assert {"timing/generate", "timing/verify"} <= set(meter.timings)
     assert meter.extras["dynamic/generated_completions"] == 4.0
     source.sync(None, 1)
-    assert source.engine.loaded == [1]
+    assert source.engine.loaded == [1] and meter.extras["sync/calls"] == 1.0   # logged with the step
+    source.close()
+    assert source.engine.loaded == [1, "closed"]
+
+
+def test_the_fake_engine_is_a_whole_rollout_engine():
+    from rlvr.rollout.base import check_engine_protocol
+
+    check_engine_protocol(_Engine())
 
 
 def test_rollout_source_state_resumes_the_sampler_where_it_was():

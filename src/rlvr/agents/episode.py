@@ -6,7 +6,7 @@ ending at the end-of-turn token) and, when the turn is a tool call, the environm
 answers without a tool call ("stop"), the turn budget runs out ("turns"), the token budget runs out
 or a turn hits its per-turn cap ("tokens"), or the environment ends it ("env").
 
-Guaranteed (the behaviour-policy contract in DESIGN.md): `Completion.token_ids` is the engine's
+Guaranteed (the contract of docs/design/behaviour_policy.md): `Completion.token_ids` is the engine's
 sampled ids and the observations' encoded ids concatenated in order, never re-tokenised from the
 joined text; `loss_mask` is 1 exactly on sampled ids; `logprobs` holds the engine's behaviour
 log-probs on sampled ids and 0.0 on environment ids (which the mask excludes). The same seed,
@@ -24,12 +24,9 @@ import torch
 
 from rlvr.agents.calls import CallFormat, PlainFormat
 from rlvr.agents.env import EnvFactory, Environment
-from rlvr.models.policy import encode_prompt
-from rlvr.rollout.base import SamplingParams
+from rlvr.monitor.stats import FINISH_REASONS, episode_metrics  # noqa: F401 - their home is monitor
+from rlvr.rollout.base import PromptEncoder, SamplingParams
 from rlvr.types import Completion, Group, Problem
-
-FINISH_REASONS = ("stop", "turns", "tokens", "env")
-
 
 @dataclass(frozen=True)
 class Budget:
@@ -56,7 +53,7 @@ def run_episodes(engine, tokenizer, problems: Sequence[Problem], n: int, make_en
     (e.g. `HFEngine`); each completion's `score` is its environment's `score()`."""
     fmt = fmt or PlainFormat()
     gen = torch.Generator().manual_seed(seed)
-    prompts = [encode_prompt(tokenizer, p, use_chat_template) for p in problems]
+    prompts = PromptEncoder(tokenizer, use_chat_template).encode_all(problems)
     episodes = []
     for p, prompt in zip(problems, prompts):
         for _ in range(n):
@@ -112,15 +109,3 @@ def _advance(e: _Episode, tokens: list[int], logps: list[float], reason: str, to
 def _completion(e: _Episode, tokenizer) -> Completion:
     text = tokenizer.decode(e.ids, skip_special_tokens=True)
     return Completion(text, e.ids, e.logps, e.finish or "tokens", e.env.score(), e.mask, e.turns)
-
-
-def episode_metrics(groups: Sequence[Group]) -> dict[str, float]:
-    """episodes/turns_mean, episodes/finish_<reason> shares, behaviour/tamper_rate."""
-    done = [c for g in groups for c in g.completions]
-    n = max(1, len(done))
-    out = {"episodes/turns_mean": sum(c.turns for c in done) / n}
-    for reason in FINISH_REASONS:
-        out[f"episodes/finish_{reason}"] = sum(c.finish_reason == reason for c in done) / n
-    out["behaviour/tamper_rate"] = sum(
-        bool(c.score and "tamper_attempt" in c.score.flags) for c in done) / n
-    return out

@@ -2,8 +2,9 @@
 for `data.task: agentic`.
 
 `EpisodeTask` wraps a task whose problems carry workspace references (`rlvr.tasks.agentic`) with
-the `agent` config section: it draws problems like the task, gives `Run` the verifier
-(`EpisodeVerifier`, the environment's score) and wraps the run's engine in an `EpisodeEngine`
+the `agent` config section (a `rlvr.tasks.base.Task`, registered as `agentic`): it draws problems
+like the task, gives `Run` the verifier (`episode_verifier`: the environment's score, kept on each
+completion) and wraps the run's engine in an `EpisodeEngine`
 whose environments are `Workspace`s over one sandbox pool, started on the first episode and
 stopped by `close()` (called by the verifier and the engine when the run finishes).
 Not guaranteed: that a tokenizer other than the tiny model built with the task's characters can
@@ -15,7 +16,7 @@ from __future__ import annotations
 import random
 
 from rlvr.agents.calls import choose_format
-from rlvr.agents.engine import EpisodeEngine, EpisodeVerifier, ScoreLedger
+from rlvr.agents.engine import EpisodeEngine, episode_verifier
 from rlvr.agents.episode import Budget
 from rlvr.agents.workspace import Workspace
 from rlvr.errors import ConfigError
@@ -25,10 +26,11 @@ PROBE = "calc:write:answer=run:"    # the plain tool calls the built-in task's r
 
 
 class EpisodeTask:
+    plays_episodes = True
+
     def __init__(self, task, agent_cfg, verifier: str = "workspace"):
         self.task, self.cfg, self.verifier_name = task, agent_cfg, verifier
         self.budget = Budget(agent_cfg.max_turns, agent_cfg.max_tokens, agent_cfg.turn_tokens)
-        self.ledger = ScoreLedger()
         self._pool = None
 
     def sample(self, rng: random.Random, n: int, split: str = "train") -> list[Problem]:
@@ -38,7 +40,10 @@ class EpisodeTask:
         return self.task.heldout(n, seed)
 
     def verifiers(self) -> dict:
-        return {self.verifier_name: EpisodeVerifier(self.ledger, self.verifier_name, self.close)}
+        return {self.verifier_name: episode_verifier(self.verifier_name, self.close)}
+
+    def train_problems(self) -> list[Problem]:
+        return []
 
     def make_env(self, problem: Problem) -> Workspace:
         if self._pool is None:
@@ -47,9 +52,9 @@ class EpisodeTask:
         return Workspace(self._pool, tests_writable=self.cfg.tests_writable,
                          tamper_penalty=self.cfg.tamper_penalty, timeout_s=self.cfg.tool_timeout_s)
 
-    def episode_engine(self, engine, tokenizer) -> EpisodeEngine:
+    def wrap_engine(self, engine, tokenizer) -> EpisodeEngine:
         """The run's engine, playing episodes (needs `continue_ids`, i.e. the in-process engine)."""
-        return EpisodeEngine(engine, tokenizer, self.make_env, self.budget, self.ledger,
+        return EpisodeEngine(engine, tokenizer, self.make_env, self.budget,
                              self.check_tokenizer(tokenizer), on_close=self.close)
 
     def check_tokenizer(self, tokenizer):
@@ -64,6 +69,13 @@ class EpisodeTask:
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.close()
+
+
+def from_config(cfg) -> EpisodeTask:
+    """`data.task: agentic` (the `rlvr.tasks.base` registry's builder)."""
+    from rlvr.tasks.agentic import AgenticTask
+
+    return EpisodeTask(AgenticTask(cfg.data.difficulty), cfg.agent)
 
 
 def check_tokenizer(tokenizer) -> None:

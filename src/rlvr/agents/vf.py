@@ -11,7 +11,7 @@ client, message normalisation, error handling and stop conditions run exactly as
 
 Every request carries the rollout's `trajectory_id` (verifiers' `extra_headers_from_state`), and the
 server records each call under it: prompt ids, sampled ids, behaviour log-probs, finish reason. A
-rollout's first call encodes its messages as `encode_prompt` does (chat template when the tokenizer
+rollout's first call encodes its messages as `PromptEncoder` does (chat template when the tokenizer
 has one, else `role: content` lines ending in `assistant:`). A later call must extend the previous
 call's messages by the assistant message the server returned plus new environment messages; its
 prefix is the previous prefix + the sampled ids, unchanged, + the environment messages encoded once
@@ -43,8 +43,7 @@ from typing import Any, Sequence
 
 import torch
 
-from rlvr.models.policy import encode_prompt
-from rlvr.rollout.base import SamplingParams, stamp
+from rlvr.rollout.base import PromptEncoder, SamplingParams, stamp
 from rlvr.types import Completion, Group, Problem, Score
 
 TRAJECTORY_HEADER = "X-Rlvr-Trajectory"
@@ -95,6 +94,7 @@ class OpenAIServer:
 
     def __init__(self, engine, tokenizer, max_new_tokens: int = 64, batch_wait_s: float = 0.02):
         self.engine, self.tokenizer = engine, tokenizer
+        self.prompts = PromptEncoder(tokenizer)   # messages, so `template_text` does not apply
         self.max_new_tokens, self.batch_wait_s = max_new_tokens, batch_wait_s
         self.context = int(getattr(engine.model.config, "max_position_embeddings", 1 << 30))
         self.calls: dict[str, list[Call]] = {}
@@ -160,7 +160,7 @@ class OpenAIServer:
         """Prompt ids for a call: the first call's messages encoded; a later call's = the last
         call's prefix and sampled ids unchanged + its new environment messages encoded once."""
         if last is None:
-            return encode_prompt(self.tokenizer, Problem("vf", messages)), 0
+            return self.prompts.encode(Problem("vf", messages)), 0
         said = {"role": "assistant", "content": last.content}
         n = len(last.messages)
         if messages[:n + 1] != last.messages + [said] or len(messages) == n + 1:
@@ -262,22 +262,19 @@ def problems_from_env(env, n: int = -1, eval_split: bool = False) -> list[Proble
 
 class VerifiersRollouts:
     """`generate(problems, n, params, seed) -> list[Group]` (the `RolloutEngine` signature) over a
-    verifiers environment: its rollout loop and rubric, rlvr's engine and tokens."""
+    verifiers environment: its rollout loop and rubric, rlvr's engine and tokens. Not an engine
+    itself: `vftask.VerifiersEngine` puts it behind the protocol, beside the engine it samples."""
 
     def __init__(self, env, engine, tokenizer, max_new_tokens: int = 64, model: str = "rlvr"):
         from verifiers.types import ClientConfig
 
         self.env, self.engine, self.tokenizer, self.model = env, engine, tokenizer, model
-        self.pad_id = engine.pad_id
         self.terms = _reward_terms(env.rubric)
         self.server = OpenAIServer(engine, tokenizer, max_new_tokens)
         # max_retries=0: a retried request would be sampled (and recorded) twice.
         self.client = ClientConfig(api_base_url=self.server.base_url, api_key_var="RLVR_NO_KEY",
                                    max_retries=0, extra_headers_from_state={
                                        TRAJECTORY_HEADER: "trajectory_id"})
-
-    def load_weights(self, policy, version: int = 0) -> None:
-        self.engine.load_weights(policy, version)
 
     def close(self) -> None:
         self.server.close()

@@ -9,8 +9,8 @@ set is the environment's eval dataset when it has one (first `data.heldout_size`
 split of the dataset seeded by the run's seed: min(heldout_size, rows // 5) rows held out and never
 trained on (no held-out set, and so no eval, below 5 rows). Rollouts: the run's engine wrapped by
 `VerifiersRollouts` (the environment's rollout loop against rlvr's engine over local HTTP);
-rewards: the environment's rubric, recorded per rollout in a `ScoreLedger` and handed to
-`Run.verify` by the verifier `verifiers` (so `reward/verifiers/*`, and `rewards/<rubric
+rewards: the environment's rubric, kept on each rollout's completion (the verifier `verifiers` is
+an `EngineScored`, which `Run.verify` never re-scores; so `reward/verifiers/*`, and `rewards/<rubric
 function>/mean` for each rubric function). The HTTP server is closed when the run finishes.
 
 Everything the environment's loading can get wrong (module or file missing, function missing, the
@@ -27,7 +27,7 @@ import dataclasses
 import random
 from typing import Any, Mapping
 
-from rlvr.agents.engine import EpisodeVerifier, LedgerEngine, ScoreLedger
+from rlvr.agents.engine import episode_verifier
 from rlvr.errors import ConfigError
 from rlvr.types import Problem
 
@@ -96,14 +96,16 @@ def split_problems(env, heldout_size: int, seed: int) -> tuple[list[Problem], li
 
 
 class VerifiersTask:
-    """Problems, verifier and engine wrapper for one verifiers environment (module docstring)."""
+    """Problems, verifier and engine wrapper for one verifiers environment (module docstring):
+    a `rlvr.tasks.base.Task`, registered for `verifiers:SPEC`."""
+
+    plays_episodes = True   # the environment's server continues token ids
 
     def __init__(self, task: str, options: Mapping[str, Any], seed: int, heldout_size: int,
                  max_new_tokens: int):
         self.env = load_environment(task, options)
         self.train, self._heldout = split_problems(self.env, heldout_size, seed)
         self.max_new_tokens = max_new_tokens
-        self.ledger = ScoreLedger()
         self._rollouts = None
 
     def train_problems(self) -> list[Problem]:
@@ -116,13 +118,16 @@ class VerifiersTask:
         return self._heldout[:n]
 
     def verifiers(self) -> dict:
-        return {NAME: EpisodeVerifier(self.ledger, NAME, self.close, check_reference=lambda p: None)}
+        return {NAME: episode_verifier(NAME, self.close, check_reference=lambda p: None)}
 
-    def episode_engine(self, engine, tokenizer) -> "VerifiersEngine":
+    def wrap_engine(self, engine, tokenizer) -> "VerifiersEngine":
         from rlvr.agents.vf import VerifiersRollouts
 
         self._rollouts = VerifiersRollouts(self.env, engine, tokenizer, self.max_new_tokens)
-        return VerifiersEngine(self._rollouts, engine, self.ledger, self.close)
+        return VerifiersEngine(self._rollouts, engine, self.close)
+
+    def check_tokenizer(self, tokenizer) -> None:
+        return None
 
     def close(self) -> None:
         rollouts, self._rollouts = self._rollouts, None
@@ -130,15 +135,46 @@ class VerifiersTask:
             rollouts.close()
 
 
-class VerifiersEngine(LedgerEngine):
-    """A `RolloutEngine` over `VerifiersRollouts` that records each rollout's rubric score for
-    the verifier (as `EpisodeEngine` does for rlvr's own episodes)."""
+class VerifiersEngine:
+    """A `RolloutEngine` over `VerifiersRollouts`: the rollouts' groups, scored by the rubric;
+    every other member is the engine the server samples with."""
 
-    def __init__(self, rollouts, inner, ledger: ScoreLedger, on_close):
-        super().__init__(inner, ledger, on_close)
-        self.rollouts = rollouts
+    def __init__(self, rollouts, inner, on_close):
+        self.rollouts, self.inner, self._on_close = rollouts, inner, on_close
+
+    @property
+    def pad_id(self) -> int:
+        return self.inner.pad_id
+
+    @property
+    def vocab_limit(self) -> int | None:
+        return self.inner.vocab_limit
+
+    @property
+    def version(self) -> int:
+        return self.inner.version
+
+    @property
+    def model(self):
+        return self.inner.model
+
+    @property
+    def sync_metrics(self) -> dict[str, float]:
+        return self.inner.sync_metrics
 
     def generate(self, problems, n, params, seed):
-        groups = self.rollouts.generate(problems, n, params, seed)
-        self.ledger.record(groups)
-        return groups
+        return self.rollouts.generate(problems, n, params, seed)
+
+    def load_weights(self, policy, version: int = 0) -> None:
+        self.inner.load_weights(policy, version)
+
+    def close(self) -> None:
+        self.inner.close()
+        self._on_close()
+
+
+def from_config(cfg) -> VerifiersTask:
+    """`data.task: verifiers:SPEC` (the `rlvr.tasks.base` registry's builder)."""
+    # the server's per-turn cap: each request asks for the rollout's or the eval's own cap
+    cap = max(cfg.rollout.max_new_tokens, cfg.eval.max_new_tokens)
+    return VerifiersTask(cfg.data.task, cfg.data.task_options, cfg.seed, cfg.data.heldout_size, cap)

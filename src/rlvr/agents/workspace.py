@@ -3,8 +3,8 @@ cannot touch, and a final score on hidden tests run in a fresh sandbox.
 
 State: the episode's files live in this (trusted) object, a dict path → text, and nowhere else;
 it is dropped at `close()`. Every tool that runs code (`run_tests`, `python`, `calc`) runs one
-fresh job of the sandbox pool (bwrap + seccomp + Landlock + rlimits, see SANDBOX.md): the job gets
-a copy of the files in an emptied directory, and whatever it does to them, and any process it
+fresh job of the sandbox pool (bwrap + seccomp + Landlock + rlimits, docs/design/sandbox.md): the job
+gets a copy of the files in an emptied directory, and whatever it does to them, and any process it
 leaves, is gone when the job ends (the zygote kills every leftover). Only the `write` tool changes
 the workspace, so the agent's one path to the tests is a write to a test path, which is checked on
 the normalised path (`./t.py`, `a/../t.py`); absolute paths and paths that leave the workspace

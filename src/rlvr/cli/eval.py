@@ -1,8 +1,10 @@
-"""`rlvr eval MODEL --out DIR`: test-time compute on held-out problems, in one command.
+"""`rlvr eval [PRESET|CHECKPOINT] key=value ...`: test-time compute on held-out problems, in one
+command (`rlvr eval MODEL --out DIR` is the same: each flag is an alias of the key with its name).
 
 Writes DIR/eval.json (greedy accuracy; pass@k, maj@k, mean@k for each k; a temperature sweep; a
 budget-forcing curve; a vote curve; the per-problem correct counts the estimators used) and PNG
-plots, and prints a table. Every flag is checked before the model loads; bad values are a
+plots, and prints a table. Every key and flag is checked before the model loads
+(`rlvr.config.commands.EvalCommandConfig` holds the keys and their rules); bad values are a
 `UserError` (one line, exit status 2). Guaranteed: the same flags, model and data give the same
 eval.json. Not guaranteed: budget forcing on engines other than the in-process HF one.
 """
@@ -14,6 +16,8 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from rlvr.cli.dialect import SUPPRESS, given_flags, one_at_most, split_words
+from rlvr.config.commands import EvalCommandConfig, load_command
 from rlvr.errors import UserError
 
 
@@ -27,70 +31,68 @@ class EvalOptions:
     answer_tokens: int
 
 
-def _split(flag: str, text: str, cast) -> tuple:
-    try:
-        return tuple(cast(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise UserError(f"{flag}: expected comma-separated {cast.__name__}s, got {text!r}")
-
-
 def _default_budgets(max_new_tokens: int) -> tuple[int, ...]:
     """Seven evenly spaced budgets from 0 (answer at once) to the generation limit."""
     return tuple(sorted({round(max_new_tokens * i / 6) for i in range(7)}))
 
 
-def _check(ok: bool, message: str) -> None:
-    if not ok:
-        raise UserError(message)
+def eval_config(args: argparse.Namespace) -> EvalCommandConfig:
+    """The checked section from the preset, the checkpoint, the flags given and the overrides.
+    A bare word ending in .yaml or .yml is the preset; any other bare word is the checkpoint."""
+    bare, overrides = split_words(getattr(args, "words", []))
+    preset = one_at_most("eval", "PRESET", [w for w in bare if Path(w).suffix in (".yaml", ".yml")])
+    model = one_at_most("eval", "CHECKPOINT", [w for w in bare if Path(w).suffix not in (".yaml", ".yml")])
+    flags = given_flags(args, EvalCommandConfig)
+    return load_command(EvalCommandConfig, preset, {**({"model": model} if model else {}), **flags},
+                        overrides)
+
+
+def options(cfg: EvalCommandConfig) -> EvalOptions:
+    """What the checked section implies: samples (default: the largest k), sorted ks and budgets
+    (default: sixths of max_new_tokens), the marker with `\\n` read as a newline."""
+    budgets = _default_budgets(cfg.max_new_tokens) if cfg.budgets is None else cfg.budgets
+    return EvalOptions(tuple(sorted(set(cfg.k))), cfg.samples or max(cfg.k), cfg.temperatures,
+                       tuple(sorted(set(budgets))), cfg.answer_marker.replace("\\n", "\n"),
+                       cfg.answer_tokens)
 
 
 def parse_options(args: argparse.Namespace) -> EvalOptions:
-    """Validate every flag (raises UserError naming the flag) before anything loads."""
-    ks = _split("--k", args.k, int)
-    _check(bool(ks) and min(ks) >= 1, f"--k: expected positive integers, got {args.k!r}")
-    samples = args.samples or max(ks)
-    _check(samples >= max(ks), f"--samples {samples} is smaller than the largest k ({max(ks)})")
-    temps = _split("--temperatures", args.temperatures, float)
-    _check(args.temperature > 0 and all(t > 0 for t in temps),
-           "--temperature and --temperatures must be > 0")
-    _check(args.n >= 1 and args.max_new_tokens >= 1, "--n and --max-new-tokens must be >= 1")
-    budgets = (_default_budgets(args.max_new_tokens) if args.budgets is None
-               else _split("--budgets", args.budgets, int))
-    _check(all(b >= 0 for b in budgets), f"--budgets must be >= 0, got {args.budgets!r}")
-    _check(args.answer_tokens >= 1, "--answer-tokens must be >= 1")
-    marker = args.answer_marker.replace("\\n", "\n")
-    _check(bool(marker) or not budgets, "--answer-marker must not be empty")
-    return EvalOptions(tuple(sorted(set(ks))), samples, tuple(temps), tuple(sorted(set(budgets))),
-                       marker, args.answer_tokens)
+    """Validate every flag and key (raises UserError naming it) before anything loads."""
+    return options(eval_config(args))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="checkpoint directory (e.g. runs/quickstart/final)")
-    p.add_argument("--out", required=True, help="directory for eval.json and plots")
-    p.add_argument("--data", help="problems JSONL/parquet (default: the built-in task's held-out set)")
-    p.add_argument("--verifier", default="", help="default verifier for rows that name none")
-    p.add_argument("--n", type=int, default=500, help="number of held-out problems")
-    p.add_argument("--k", default="1,4,16", help="k values for pass@k / maj@k / mean@k")
-    p.add_argument("--samples", type=int, default=0, help="samples per problem (default: max k)")
-    p.add_argument("--temperature", type=float, default=1.0, help="temperature for the k samples")
-    p.add_argument("--temperatures", default="0.3,0.6,1.0,1.3",
-                   help="temperature sweep (comma-separated; empty string skips it)")
-    p.add_argument("--budgets", default=None,
+    """`rlvr eval [PRESET|CHECKPOINT] key=value ...`; each flag is an alias of the key with its
+    name (`--max-new-tokens 6` is `max_new_tokens=6`). Keys, defaults, rules: `EvalCommandConfig`."""
+    p.add_argument("words", nargs="*", metavar="[PRESET|CHECKPOINT] key=value",
+                   help="a YAML file of the keys below and/or the checkpoint directory (e.g. "
+                        "runs/quickstart/final), then overrides, e.g. k=1,4,16 out=runs/eval")
+    d = SUPPRESS
+    p.add_argument("--out", default=d, help="directory for eval.json and plots")
+    p.add_argument("--data", default=d, help="problems JSONL/parquet (default: the built-in task's held-out set)")
+    p.add_argument("--verifier", default=d, help="default verifier for rows that name none")
+    p.add_argument("--n", type=int, default=d, help="number of held-out problems (500)")
+    p.add_argument("--k", default=d, help="k values for pass@k / maj@k / mean@k (1,4,16)")
+    p.add_argument("--samples", type=int, default=d, help="samples per problem (default: max k)")
+    p.add_argument("--temperature", type=float, default=d, help="temperature for the k samples (1.0)")
+    p.add_argument("--temperatures", default=d,
+                   help="temperature sweep (comma-separated; empty string skips it; 0.3,0.6,1.0,1.3)")
+    p.add_argument("--budgets", default=d,
                    help="thinking-token budgets for budget forcing (default: 0..max-new-tokens "
                         "in sixths; empty string skips it)")
-    p.add_argument("--answer-marker", default=">",
+    p.add_argument("--answer-marker", default=d,
                    help="text appended when a budget cuts the thinking (\\n means newline), "
                         "e.g. '\\n\\boxed{' for math; default '>' is the built-in task's")
-    p.add_argument("--answer-tokens", type=int, default=8, help="tokens allowed for a forced answer")
-    p.add_argument("--max-new-tokens", type=int, default=48)
-    p.add_argument("--digits", type=int, default=3)
-    p.add_argument("--ops", default="+")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=0)
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (bf16 on a GPU)")
+    p.add_argument("--answer-tokens", type=int, default=d, help="tokens allowed for a forced answer (8)")
+    p.add_argument("--max-new-tokens", type=int, default=d, help="(48)")
+    p.add_argument("--digits", type=int, default=d, help="built-in task: number of digits (3)")
+    p.add_argument("--ops", default=d, help="built-in task: operators to draw from (+)")
+    p.add_argument("--seed", type=int, default=d, help="(0)")
+    p.add_argument("--threads", type=int, default=d, help="(0: 1 on <= 2 cores, else cores // 2)")
+    p.add_argument("--device", default=d, help="auto | cpu | cuda | cuda:N (bf16 on a GPU)")
 
 
-def load_eval_problems(args):
+def load_eval_problems(args: EvalCommandConfig):
     from rlvr.data import check_references, load_problems
     from rlvr.training.setup import build_verifiers
     from rlvr.tasks.arithmetic import ArithmeticTask
@@ -116,7 +118,7 @@ def _load_engine(path: str, device_spec: str = "auto"):
     return HFEngine(model, tokenizer, device=device)
 
 
-def evaluate_all(engine, problems, verifiers, opts: EvalOptions, args) -> dict:
+def evaluate_all(engine, problems, verifiers, opts: EvalOptions, args: EvalCommandConfig) -> dict:
     """Every measurement of `rlvr eval`, as the dict written to eval.json."""
     from rlvr.evaluation.metrics import correct_counts, greedy_accuracy, has_answers, sampled_metrics, vote_curve
     from rlvr.evaluation.ttc import budget_curve, sample_groups, temperature_sweep
@@ -167,14 +169,15 @@ def run_eval(args: argparse.Namespace) -> int:
     from rlvr.training.setup import set_threads
     from rlvr.evaluation.ttc import marker_ids
 
-    opts = parse_options(args)
-    set_threads(args.threads)
-    problems, verifiers = load_eval_problems(args)
-    engine = _load_engine(args.model, args.device)
+    cfg = eval_config(args)
+    opts = options(cfg)
+    set_threads(cfg.threads)
+    problems, verifiers = load_eval_problems(cfg)
+    engine = _load_engine(cfg.model, cfg.device)
     if opts.budgets:
         marker_ids(engine.tokenizer, opts.answer_marker)  # fail before minutes of sampling
-    result = evaluate_all(engine, problems, verifiers, opts, args)
-    out = Path(args.out)
+    result = evaluate_all(engine, problems, verifiers, opts, cfg)
+    out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     result["plots"] = write_plots(result, out)
     (out / "eval.json").write_text(json.dumps(result, indent=2))

@@ -110,13 +110,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """argparse takes one run of words for a `nargs="*"` positional; `rlvr sft` and `rlvr eval`
+    take `key=value` words anywhere among their flags, so later runs join the first."""
+    args, extra = parser.parse_known_args(argv)
+    if extra and (not hasattr(args, "words") or any(w.startswith("-") for w in extra)):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if extra:
+        args.words = [*args.words, *extra]
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["verify"]:  # `rlvr verify` owns all of its arguments
         from rlvr.verifiers.offline import main as verify_main
         return verify_main(argv[1:])
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv)
     try:
         return int(args.func(args) or 0)
     except UserError as exc:

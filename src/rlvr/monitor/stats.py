@@ -1,4 +1,7 @@
-"""Per-step metrics computed from scored groups (names follow TRL / verl where one exists)."""
+"""Per-step metrics computed from scored groups (names follow TRL / verl where one exists).
+
+Also the metrics of agent episodes (`episode_metrics`: turns, finish reasons, tamper rate), here
+rather than in `rlvr.agents` so that monitoring depends on nothing above it."""
 
 from __future__ import annotations
 
@@ -7,6 +10,9 @@ from typing import Any, Sequence
 import torch
 
 from rlvr.types import Group
+
+# how an agent episode ends (`rlvr.agents.episode`): the model answered, or a budget or the env ended it
+FINISH_REASONS = ("stop", "turns", "tokens", "env")
 
 
 def step_metrics(groups: Sequence[Group], advantages_P_G: torch.Tensor, max_new_tokens: int,
@@ -37,7 +43,6 @@ def step_metrics(groups: Sequence[Group], advantages_P_G: torch.Tensor, max_new_
     for name, count in sorted(flags.items()):
         out[f"flags/{name}"] = count / len(comps)
     if any(c.loss_mask is not None for c in comps):      # agent episodes: turns and finish reasons
-        from rlvr.agents.episode import episode_metrics
         out.update({k: v for k, v in episode_metrics(groups).items() if k.startswith("episodes/")})
     out.update(per_verifier_metrics(groups, std_tol))
     return out
@@ -69,4 +74,16 @@ def per_verifier_metrics(groups: Sequence[Group], std_tol: float = 1e-6) -> dict
                     terms.setdefault(term, []).append(float(value))
     for term, values in sorted(terms.items()):
         out[f"rewards/{term}/mean"] = sum(values) / len(values)
+    return out
+
+
+def episode_metrics(groups: Sequence[Group]) -> dict[str, float]:
+    """episodes/turns_mean, episodes/finish_<reason> shares, behaviour/tamper_rate."""
+    done = [c for g in groups for c in g.completions]
+    n = max(1, len(done))
+    out = {"episodes/turns_mean": sum(c.turns for c in done) / n}
+    for reason in FINISH_REASONS:
+        out[f"episodes/finish_{reason}"] = sum(c.finish_reason == reason for c in done) / n
+    out["behaviour/tamper_rate"] = sum(
+        bool(c.score and "tamper_attempt" in c.score.flags) for c in done) / n
     return out

@@ -2,6 +2,12 @@
 
 Implementations: `hf.HFEngine` (in-process, shares the policy's weights; the CPU default). vLLM and
 Ray engines plug in behind the same protocol as optional extras; the training loop never imports them.
+The protocol is whole: it declares every member callers use (`pad_id`, `vocab_limit`, `version`,
+`model`, `sync_metrics`, `close`), and `check_engine_protocol` refuses, at build time, an engine
+that lacks one, or that lacks `continue_ids` (`TokenContinuer`) when the task plays episodes.
+`PromptEncoder` is the one place prompts become token ids (chat template, pad id, vocabulary
+limit) for every engine. Not checked: members' signatures and types (only their presence). `EngineScored` is the verifier of problems whose engine scores its own completions
+(agent episodes): `score_groups` keeps those scores and never re-verifies them.
 
 The behaviour-policy contract (every engine honours it; the importance-sampling correction in
 `rlvr.algo.offpolicy` relies on it):
@@ -26,9 +32,10 @@ The behaviour-policy contract (every engine honours it; the importance-sampling 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
-from rlvr.types import Group, Problem
+from rlvr.models.policy import encode_prompt
+from rlvr.types import Group, Problem, Score
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,12 @@ class SamplingParams:
 
 
 class RolloutEngine(Protocol):
+    pad_id: int                  # the id completions and prompts are padded with
+    vocab_limit: int | None      # ids >= this are never sampled (a padded vocabulary), or None
+    version: int                 # the version last passed to `load_weights`
+    model: Any                   # the in-process module it samples from; None when weights live elsewhere
+    sync_metrics: dict[str, float]   # per-step metrics of the last weight sync ({} when none)
+
     def generate(self, problems: Sequence[Problem], n: int, params: SamplingParams,
                  seed: int) -> list[Group]:
         """n completions for each problem; deterministic given `seed` and the weights. Each group
@@ -51,6 +64,84 @@ class RolloutEngine(Protocol):
         """Bring the engine's weights up to date with the policy (no copy when shared) and stamp
         later groups with `version`."""
         ...
+
+    def close(self) -> None:
+        """Release what the engine holds (actors, servers, sandboxes); called once, at the end."""
+        ...
+
+
+class TokenContinuer(Protocol):
+    prompts: PromptEncoder       # how the episode's first prompt is encoded (its chat template)
+
+    def continue_ids(self, prefixes: list[list[int]], params: SamplingParams,
+                     gen) -> list[tuple[list[int], list[float], str]]:
+        """One continuation per token-id prefix, never re-encoded: (tokens, behaviour log-probs,
+        finish reason) each, drawn from the torch generator `gen` (multi-turn episodes)."""
+        ...
+
+
+def missing_members(obj, protocol: type) -> list[str]:
+    """The members `protocol` declares (methods and annotated attributes) that `obj` lacks."""
+    names = set(getattr(protocol, "__annotations__", {}))
+    names |= {k for k, v in vars(protocol).items() if callable(v) and not k.startswith("_")}
+    return sorted(n for n in names if not hasattr(obj, n))
+
+
+def check_engine_protocol(engine, continues: bool = False) -> None:
+    """TypeError naming what `engine` lacks of `RolloutEngine` (and of `TokenContinuer` when
+    `continues`), so a new engine fails when the run is built, not minutes into it."""
+    missing = missing_members(engine, RolloutEngine)
+    missing += missing_members(engine, TokenContinuer) if continues else []
+    if missing:
+        need = "RolloutEngine" + (" + TokenContinuer (the task plays episodes)" if continues else "")
+        raise TypeError(f"{type(engine).__name__} is not a whole {need}: it lacks "
+                        f"{', '.join(missing)}")
+
+
+class PromptEncoder:
+    """Prompts as token ids, the same for every engine and for the trainer: chat template for
+    messages when the tokenizer has one (and for text too with `template_text`), the pad id, and
+    the vocabulary limit when the model's output layer is padded past the tokenizer."""
+
+    def __init__(self, tokenizer, use_chat_template: bool = True, template_text: bool = False,
+                 vocab_size: int | None = None):
+        self.tokenizer, self.use_chat_template = tokenizer, use_chat_template
+        self.template_text = template_text
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        n = len(tokenizer)
+        self.vocab_limit = n if vocab_size is not None and n < vocab_size else None
+
+    @classmethod
+    def for_model(cls, model, tokenizer, use_chat_template: bool = True,
+                  template_text: bool = False) -> "PromptEncoder":
+        """The encoder of an engine sampling `model` (its output layer sets the vocabulary)."""
+        vocab = model.get_output_embeddings().weight.shape[0]
+        return cls(tokenizer, use_chat_template, template_text, vocab)
+
+    def encode(self, problem: Problem) -> list[int]:
+        return encode_prompt(self.tokenizer, problem, self.use_chat_template, self.template_text)
+
+    def encode_all(self, problems: Sequence[Problem]) -> list[list[int]]:
+        return [self.encode(p) for p in problems]
+
+
+class EngineScored:
+    """The verifier of problems whose engine scores each completion itself (an episode's
+    environment, a verifiers rubric). `score_groups` keeps the engine's score; a completion that
+    reaches verification without one is an error, never a silent reward of 0.
+    `check_reference` is the owner's rule for its problems' references."""
+
+    def __init__(self, name: str, check_reference: Callable[[Problem], None] = lambda p: None,
+                 on_close: Callable[[], None] | None = None):
+        self.name, self.check_reference, self._on_close = name, check_reference, on_close
+
+    def score_batch(self, responses: Sequence[str], problems: Sequence[Problem]) -> list[Score]:
+        raise RuntimeError(f"verifier {self.name!r}: its completions are scored by their engine "
+                           "(an episode's environment); text alone cannot be scored here")
+
+    def close(self) -> None:
+        if self._on_close is not None:
+            self._on_close()
 
 
 def stamp(groups: Sequence[Group], version: int, seed: int) -> None:

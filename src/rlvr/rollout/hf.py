@@ -27,10 +27,10 @@ from typing import Sequence
 
 import torch
 
-from rlvr.models.policy import encode_prompt, left_pad, positions
+from rlvr.models.policy import left_pad, positions
 from rlvr.models import fused_llama
 from rlvr.models.device import Device
-from rlvr.rollout.base import SamplingParams
+from rlvr.rollout.base import PromptEncoder, SamplingParams
 from rlvr.rollout.sampling import sample_next, top_p_filter as _top_p_filter  # noqa: F401
 from rlvr.types import Completion, Group, Problem
 
@@ -79,19 +79,18 @@ class HFEngine:
         self.device = device or Device.cpu()
         if autocast_bf16 is None:   # sample in the precision the trainer uses
             autocast_bf16 = self.device.bf16
-        self.use_chat_template, self.template_text = use_chat_template, template_text
+        self.prompts = PromptEncoder.for_model(model, tokenizer, use_chat_template, template_text)
         self.max_batch = max_batch
         self.autocast_bf16 = autocast_bf16
         self.version = 0
+        self.sync_metrics: dict[str, float] = {}   # shared or copied in place: nothing to canary
         self.eos_ids = {tokenizer.eos_token_id} | set(_as_list(model.generation_config.eos_token_id))
         self.eos_ids.discard(None)
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self.pad_id, self.vocab_limit = self.prompts.pad_id, self.prompts.vocab_limit
         # transformers 5.x renamed `past_key_values` to `cache`; older releases know only the former.
         params = inspect.signature(model.forward).parameters
         self.cache_kw = "cache" if "cache" in params else "past_key_values"
         self._decode = self._decode_fused if fused_llama.supports(model) else self._decode_model
-        vocab = model.get_output_embeddings().weight.shape[0]
-        self.vocab_limit = len(tokenizer) if len(tokenizer) < vocab else None   # padded vocabulary
         if self.device.is_cuda:   # static cache + CUDA graphs; the CPU decode below is untouched
             from rlvr.rollout import cuda_decode
             self._decode = cuda_decode.build(self)
@@ -109,10 +108,13 @@ class HFEngine:
             self.model.load_state_dict(engine_state(policy))
         self.version = version
 
+    def close(self) -> None:
+        """Nothing to release: the model belongs to the trainer."""
+        return None
+
     def generate(self, problems: Sequence[Problem], n: int, params: SamplingParams,
                  seed: int) -> list[Group]:
-        prompts = [encode_prompt(self.tokenizer, p, self.use_chat_template, self.template_text)
-                   for p in problems]
+        prompts = self.prompts.encode_all(problems)
         gen = self.device.generator(seed)
         per_chunk = max(1, self.max_batch // n)
         rows: list[tuple[list[int], list[float], str]] = []

@@ -4,7 +4,7 @@ Imported only when a config chooses it (the `ray` extra). Each actor holds its o
 policy and its own HF engine (`rollout.hf.HFEngine`); the actors are placed in one placement group
 (one bundle per actor: 1 CPU, or 1 GPU where the cluster has them), on a local Ray started here or
 on an existing cluster (`rollout.ray_address`). Ray places the engines; it does not orchestrate
-training (DESIGN.md, "Scaling out").
+training (docs/design/scaleout.md).
 
 Guaranteed, and tested on a local cluster: problem i goes to actor i mod N, which samples its share
 with a seed derived from (seed, actor index), and the groups come back in problem order, so a run
@@ -19,7 +19,7 @@ import hashlib
 import os
 from typing import Sequence
 
-from rlvr.rollout.base import SamplingParams, stamp
+from rlvr.rollout.base import PromptEncoder, SamplingParams, stamp
 from rlvr.types import Group, Problem
 
 
@@ -53,6 +53,8 @@ class RolloutWorker:
 
 
 class RayEngine:
+    """A `RolloutEngine` over N actors, each with its own model copy and HF engine."""
+
     def __init__(self, policy, tokenizer, use_chat_template: bool = True, workers: int = 2,
                  address: str = "", template_text: bool = False):
         import ray
@@ -60,9 +62,11 @@ class RayEngine:
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         self.ray = ray
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        vocab = policy.get_output_embeddings().weight.shape[0]
-        self.vocab_limit = len(tokenizer) if len(tokenizer) < vocab else None   # padded vocabulary
+        # the actors' engines encode prompts with the same rule; this one is for the trainer's padding
+        self.prompts = PromptEncoder.for_model(policy, tokenizer, use_chat_template, template_text)
+        self.pad_id, self.vocab_limit = self.prompts.pad_id, self.prompts.vocab_limit
+        self.model = None   # the weights live in the actors
+        self.sync_metrics: dict[str, float] = {}
         self.version = 0
         self.started = not ray.is_initialized()
         if self.started:

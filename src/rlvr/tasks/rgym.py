@@ -116,7 +116,11 @@ def check_sound(name: str, config: Mapping[str, Any]) -> None:
 
 
 class ReasoningGymTask:
-    """Weighted reasoning-gym tasks behind the built-in task interface (sample / heldout / trace)."""
+    """Weighted reasoning-gym tasks behind the `rlvr.tasks.base.Task` protocol (and `trace`).
+    `data.verifier_options` does not apply: each task's verifier options come from its
+    `data.task_options` entry (`partial_credit`)."""
+
+    plays_episodes = False
 
     def __init__(self, spec: str, options: Mapping[str, Any] | None = None, seed: int = 0,
                  heldout_size: int = 500):
@@ -190,6 +194,20 @@ class ReasoningGymTask:
     def verifiers(self) -> dict[str, "ReasoningGymVerifier"]:
         return {f"rg.{n}": ReasoningGymVerifier(task=n, config=self.configs[n], **self.verifier_options[n])
                 for n, _ in self.tasks}
+
+    def train_problems(self) -> list[Problem]:
+        return []
+
+    def wrap_engine(self, engine, tokenizer):
+        return engine
+
+    def check_tokenizer(self, tokenizer) -> None:
+        return None
+
+
+def from_config(cfg) -> ReasoningGymTask:
+    """`data.task: reasoning_gym:SPEC` (the `rlvr.tasks.base` registry's builder)."""
+    return ReasoningGymTask(cfg.data.task, cfg.data.task_options, cfg.seed, cfg.data.heldout_size)
 
 
 # ---- scoring in worker processes ----------------------------------------------------------------

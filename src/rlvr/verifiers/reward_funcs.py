@@ -33,47 +33,15 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import math
-import re
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+# the terms' schema is config, checked when a config loads: `rlvr.config.checks` owns it
+from rlvr.config.checks import FN_SPEC, check_terms  # noqa: F401  (FN_SPEC: re-exported)
 from rlvr.types import Problem, Score
 from rlvr.verifiers.trl_call import discard, check_rewards, combine, trl_kwargs
 
 NAME = "reward_funcs"
-_TERM_KEYS = {"fn", "verifier", "weight", "init", "options", "primary", "name", "timeout_s"}
-FN_SPEC = re.compile(r"^(?P<target>[^:]+):(?P<attr>[A-Za-z_][A-Za-z0-9_]*)$")
-
-
-# ---- validation (config load time; imports nothing of the user's) ------------------------------
-
-def check_terms(terms: Sequence[Any], key: str = "data.reward_funcs") -> None:
-    """Raise ValueError naming `key[i].field` for the first malformed term."""
-    for i, term in enumerate(terms):
-        where = f"{key}[{i}]"
-        if not isinstance(term, Mapping):
-            raise ValueError(f"{where} must be a mapping like {{fn: my_rewards.py:accuracy, "
-                             f"weight: 1.0}} or {{verifier: math}}; got {term!r}")
-        unknown = sorted(set(term) - _TERM_KEYS)
-        if unknown:
-            raise ValueError(f"{where}.{unknown[0]}: unknown key; allowed: {', '.join(sorted(_TERM_KEYS))}")
-        if ("fn" in term) == ("verifier" in term):
-            raise ValueError(f"{where}: give exactly one of 'fn' (a reward function) or 'verifier'")
-        if "fn" in term and not (isinstance(term["fn"], str) and FN_SPEC.match(term["fn"])):
-            raise ValueError(f"{where}.fn: {term['fn']!r} must look like module:function or "
-                             "path/to/file.py:function")
-        if "verifier" in term and not isinstance(term["verifier"], str):
-            raise ValueError(f"{where}.verifier must be a verifier name")
-        weight = term.get("weight", 1.0)
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
-            raise ValueError(f"{where}.weight must be a finite number; got {weight!r}")
-        for opt in ("init", "options"):
-            if opt in term and not isinstance(term[opt], Mapping):
-                raise ValueError(f"{where}.{opt} must be a mapping of keyword arguments")
-        t = term.get("timeout_s", 30.0)
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0:
-            raise ValueError(f"{where}.timeout_s must be a number > 0; got {t!r}")
 
 
 # ---- worker side: load and call user functions --------------------------------------------------

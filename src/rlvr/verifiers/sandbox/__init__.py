@@ -1,4 +1,4 @@
-"""Run model-written code in an OS-level sandbox (see /work/shared/SANDBOX.md for the design).
+"""Run model-written code in an OS-level sandbox (the design: docs/design/sandbox.md).
 
 Trusted side: `probe` (which isolation tier the machine allows), `pool` (zygote processes and
 futures), `cgroup` (per-zygote memory and pids ceilings when root), `spec` (test shapes,

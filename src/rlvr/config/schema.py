@@ -1,0 +1,236 @@
+"""The run configuration's schema: frozen dataclasses, each value rule declared beside its field.
+
+A field's type says which values parse (Literal choices, int, float, tuples); `rule(...)` adds the
+range a value must fall in, with the words an error shows. `rlvr.config.load` checks both for every
+key before anything runs. Combinations of fields are checked in `rlvr.config.checks`, not here.
+Guaranteed: importing this module imports nothing but the standard library.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+RULE = "rule"   # the metadata key that holds (predicate, description of the allowed values)
+
+
+def rule(default: Any, check: Callable[[Any], bool], allowed: str) -> Any:
+    """A field with `default` whose values must satisfy `check`; errors say "expected `allowed`"."""
+    return field(default=default, metadata={RULE: (check, allowed)})
+
+
+def at_least(low: float, allowed: str, default: Any) -> Any:
+    return rule(default, lambda v: v >= low, allowed)
+
+
+def above(low: float, allowed: str, default: Any) -> Any:
+    return rule(default, lambda v: v > low, allowed)
+
+
+def between(lo: float, hi: float, default: Any, *, lo_open: bool = False, hi_open: bool = False) -> Any:
+    """A number in [lo, hi], with either end open when asked; the description says which."""
+    def check(v: Any) -> bool:
+        return (lo < v if lo_open else lo <= v) and (v < hi if hi_open else v <= hi)
+    low, high = "(" if lo_open else "[", ")" if hi_open else "]"
+    return rule(default, check, f"a number in {low}{lo:g}, {hi:g}{high}")
+
+
+_DEVICE = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    dir: str = "runs/default"
+    save_every: int = 50            # steps between checkpoints (0: only at the end)
+    keep_last: int = at_least(1, "an integer >= 1", 2)   # checkpoints kept besides the best
+    best_metric: str = "eval/accuracy"
+    eval_every: int = 25            # steps between held-out evaluations (0: only at the end)
+    resume: str = rule("auto", bool, "auto, never, or a checkpoint path")   # auto | never | PATH
+    # torch intra-op threads (0: 1 on <= 2 cores, else cores // 2)
+    threads: int = at_least(0, "an integer >= 0", 0)
+    progress: bool = True
+    report: bool = True             # write report.html at the end
+    transcripts_every: int = 10     # steps between sampled transcripts written to transcripts.jsonl
+    # stop after this many non-finite updates in a row
+    max_bad_steps: int = at_least(1, "an integer >= 1", 5)
+    # auto (cuda when available) | cpu | cuda | cuda:N
+    device: str = rule("auto", lambda v: bool(_DEVICE.match(v)), "auto, cpu, cuda or cuda:N")
+    deterministic: bool = False     # GPU: deterministic algorithms + CUBLAS_WORKSPACE_CONFIG (slower)
+    data_parallel: Literal["ddp", "fsdp2"] = "ddp"   # under torchrun (WORLD_SIZE > 1)
+
+
+@dataclass(frozen=True)
+class LoraConfig:
+    r: int = at_least(0, "an integer >= 0 (0: no LoRA)", 0)   # adapter rank; 0: train all weights (no PEFT)
+    alpha: float = above(0, "a number > 0", 16.0)
+    dropout: float = between(0, 1, 0.0, hi_open=True)
+    target_modules: tuple[str, ...] = rule(
+        ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
+        lambda v: len(v) > 0, "a non-empty list of module names")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    path: str = "builtin:tiny-llama"   # local HF checkpoint, hub id, or builtin:tiny-llama
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    autocast_bf16: bool | None = None  # bf16 matrices, fp32 master weights (unset: on for GPU, off for CPU)
+    gradient_checkpointing: bool = False  # recompute each layer in backward (less memory, ~30% slower)
+    chat_template: bool = True         # apply the tokenizer's chat template to message prompts
+    chat_template_text: bool = False   # also to plain-text prompts, as one user message (TRL: off)
+    lora: LoraConfig = field(default_factory=LoraConfig)   # LoRA adapters through PEFT when r > 0
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    # arithmetic | agentic | reasoning_gym:NAME[=W],... | verifiers:MODULE:FN | "" to read `train_path`
+    task: str = "arithmetic"
+    train_path: str = ""               # jsonl / parquet / dataset directory
+    eval_path: str = ""
+    verifier: str = ""                 # default verifier for rows that name none
+    # column holding the prompt (MBPP: text, APPS: question)
+    prompt_field: str = rule("prompt", bool, "a column name")
+    verifier_options: dict = field(default_factory=dict)  # {verifier name: {option: value}}
+    heldout_size: int = at_least(0, "an integer >= 0", 500)
+    # built-in tasks: number of digits
+    difficulty: int = rule(3, lambda v: 1 <= v <= 12, "an integer in [1, 12]")
+    ops: str = rule("+", lambda v: bool(v) and set(v) <= set("+-"),
+                    "a non-empty string of '+' and '-'")   # built-in task: operators to draw from, e.g. "+-"
+    # {reasoning-gym task: {its config}} | verifiers: load_environment kwargs
+    task_options: dict = field(default_factory=dict)
+    # TRL reward functions / verifiers, weighted: the verifier `reward_funcs`
+    reward_funcs: tuple[dict, ...] = ()
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    engine: Literal["hf", "vllm", "ray"] = "hf"   # vllm and ray need their packages (rlvr[vllm], rlvr[ray])
+    temperature: float = above(0, "a number > 0", 1.0)
+    top_p: float = between(0, 1, 1.0, lo_open=True)
+    top_k: int = at_least(0, "an integer >= 0 (0: off)", 0)   # 0: no top-k truncation
+    # k: step s trains on rollouts from weights >= s - k, generated ahead
+    max_staleness: int = at_least(0, "an integer >= 0 (0: synchronous)", 0)
+    max_new_tokens: int = at_least(1, "an integer >= 1", 48)
+    vllm_options: dict = field(default_factory=dict)   # engine vllm: extra keyword arguments to vllm.LLM
+    workers: int = at_least(1, "an integer >= 1", 2)   # engine ray: rollout actors in the placement group
+    ray_address: str = ""               # engine ray: an existing cluster ("" starts a local one)
+
+
+@dataclass(frozen=True)
+class GRPOConfig:
+    steps: int = at_least(0, "an integer >= 0", 100)
+    group_size: int = at_least(2, "an integer >= 2", 16)
+    prompts_per_step: int = at_least(1, "an integer >= 1", 8)
+    lr: float = above(0, "a number > 0", 5e-5)
+    lr_schedule: Literal["cosine", "constant", "linear"] = "cosine"
+    min_lr_ratio: float = between(0, 1, 0.1)
+    warmup_steps: int = at_least(0, "an integer >= 0", 0)
+    weight_decay: float = 0.0
+    adam_betas: tuple[float, float] = (0.9, 0.99)
+    grad_clip: float = at_least(0, "a number >= 0 (0 disables clipping)", 1.0)
+    beta: float = at_least(0, "a number >= 0", 0.0)              # KL coefficient; 0 loads no reference model
+    kl_estimator: Literal["k1", "k2", "k3"] = "k3"
+    advantage: Literal["group", "batch", "none", "rloo"] = "group"
+    eps_low: float = between(0, 1, 0.2, lo_open=True, hi_open=True)
+    eps_high: float = above(0, "a number > 0", 0.2)             # > eps_low is DAPO's clip-higher
+    dual_clip: float = rule(0.0, lambda v: v == 0 or v > 1, "0 (off) or a number > 1")   # c of dual clip
+    loss_agg: Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"] = "token-mean"
+    entropy_coef: float = at_least(0, "a number >= 0", 0.0)
+    mu: int = at_least(1, "an integer >= 1", 1)                 # optimisation passes per batch
+    minibatch_size: int = at_least(0, "an integer >= 0", 0)     # sequences per minibatch (0: whole batch)
+    skip_zero_advantage: bool = True                            # no backward for groups with zero advantage
+    # max padded tokens per forward/backward
+    micro_batch_tokens: int = at_least(0, "an integer >= 0 (0: whole minibatch)", 0)
+    # importance weights π_old/μ (rollout vs trainer)
+    is_correction: Literal["none", "token", "sequence"] = "none"
+    is_mode: Literal["truncate", "mask"] = "truncate"   # weights above is_cap: cut to is_cap, or zeroed
+    is_cap: float = at_least(1, "a number >= 1", 2.0)   # C for is_mode
+
+
+@dataclass(frozen=True)
+class CurriculumConfig:
+    enabled: bool = False
+    # keep problems whose estimated pass rate is in [low, high]
+    low: float = between(0, 1, 0.1, hi_open=True)
+    high: float = between(0, 1, 0.9, lo_open=True)
+    ema: float = between(0, 1, 0.5, lo_open=True)    # weight of the newest group's pass rate in the estimate
+    window: int = at_least(1, "an integer >= 1", 4)   # pass rates kept per problem for `recent_mean`
+    # steps before retired/deferred problems are re-checked
+    recheck_every: int = at_least(0, "an integer >= 0 (0: one epoch)", 0)
+    # built-in task: problems drawn once (by seed) into the pool
+    pool_size: int = at_least(1, "an integer >= 1", 2048)
+    init_path: str = ""                 # pass-rate file exported by an earlier run
+
+
+@dataclass(frozen=True)
+class DynamicSamplingConfig:
+    enabled: bool = False
+    # generation rounds per step before giving up refilling
+    max_rounds: int = at_least(1, "an integer >= 1", 3)
+    # a group with reward std <= this counts as zero-variance
+    std_tol: float = at_least(0, "a number >= 0", 1e-6)
+    # a refill round draws ceil(missing groups x this) problems
+    oversample: float = at_least(1, "a number >= 1", 1.0)
+    # per-step generation budget (0: prompts x G x max_rounds)
+    max_completions: int = at_least(0, "an integer >= 0 (0: no extra cap)", 0)
+
+
+@dataclass(frozen=True)
+class DoctorConfig:
+    enabled: bool = True
+    window: int = at_least(2, "an integer >= 2", 10)        # K: steps a condition must hold / baseline length
+    cooldown: int = at_least(0, "an integer >= 0", 10)      # steps before the same alarm may fire again
+    # truncation: share of completions cut at max_new_tokens
+    clipped_max: float = between(0, 1, 0.5, lo_open=True)
+    zero_std_max: float = between(0, 1, 0.8, lo_open=True)  # frac_reward_zero_std above this for K steps
+    flat_range: float = at_least(0, "a number >= 0", 0.02)  # reward/mean moved less than this over K steps
+    # collapse: entropy < this x its baseline (first K steps)
+    entropy_low: float = between(0, 1, 0.2, hi_open=True)
+    entropy_high: float = above(1, "a number > 1", 3.0)     # blow-up: entropy > this x its baseline
+    kl_max: float = above(0, "a number > 0", 1.0)
+    # PPO or rollout importance ratio above this (or below 1/this)
+    ratio_max: float = above(1, "a number > 1", 10.0)
+    mismatch_kl_max: float = above(0, "a number > 0", 0.01)  # KL(behaviour ‖ trainer) per token above this
+    length_growth: float = above(1, "a number > 1", 2.0)    # mean length > this x its baseline
+    # behaviour/tamper_rate (agent episodes) above this
+    tamper_max: float = between(0, 1, 0.05)
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """Agent episodes (`data.task: agentic`): budgets and the workspace's test policy."""
+
+    max_turns: int = at_least(1, "an integer >= 1", 5)      # model turns per episode
+    # model + environment tokens per episode, after the prompt
+    max_tokens: int = at_least(1, "an integer >= 1", 80)
+    turn_tokens: int = at_least(1, "an integer >= 1", 24)   # new tokens per model turn
+    # True: writes to tests succeed (still flagged); the tamper control arm
+    tests_writable: bool = False
+    # subtracted from the reward of an episode flagged tamper_attempt
+    tamper_penalty: float = at_least(0, "a number >= 0", 0.0)
+    # per sandboxed tool call (run_tests, python, calc) and final score
+    tool_timeout_s: float = above(0, "a number of seconds > 0", 5.0)
+    sandbox_workers: int = at_least(1, "an integer >= 1", 1)   # sandbox processes the episodes' tools share
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    # pass@k / maj@k during training (empty: greedy only)
+    k: tuple[int, ...] = rule((), lambda v: all(k >= 1 for k in v),
+                              "a list of integers >= 1, e.g. [1, 4, 16]")
+    max_new_tokens: int = at_least(0, "an integer >= 0 (0: same as rollout)", 0)   # 0: same as rollout
+
+
+@dataclass(frozen=True)
+class Config:
+    seed: int = 0
+    run: RunConfig = field(default_factory=RunConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    grpo: GRPOConfig = field(default_factory=GRPOConfig)
+    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
+    dynamic_sampling: DynamicSamplingConfig = field(default_factory=DynamicSamplingConfig)
+    doctor: DoctorConfig = field(default_factory=DoctorConfig)
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
