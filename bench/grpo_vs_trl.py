@@ -135,18 +135,19 @@ class Baton:
 def run_rlvr(cfg, baton: Baton, result: dict) -> None:
     """`rlvr.train.train(cfg)` unchanged, except that each step waits for its turn."""
     import rlvr.train
-    from rlvr.training.run import Run
+    from rlvr.training.runlog import RunLog
 
-    class TakingTurns(Run):
-        def steps(self):
-            baton.rlvr_ready.set()
-            for step in super().steps():
-                baton.rlvr_turn.acquire()
-                self.step_started, self.timings = time.perf_counter(), {}
-                yield step
-                baton.trl_turn.release()
+    steps = RunLog.steps
 
-    rlvr.train.Run = TakingTurns
+    def taking_turns(log, start):
+        baton.rlvr_ready.set()
+        for step in steps(log, start):
+            baton.rlvr_turn.acquire()
+            log.begin_step()          # the step's clock starts when it gets its turn
+            yield step
+            baton.trl_turn.release()
+
+    RunLog.steps = taking_turns
     try:
         result["summary"] = rlvr.train.train(cfg)
     except BaseException as exc:  # surface it in the main thread instead of dying silently
@@ -154,6 +155,8 @@ def run_rlvr(cfg, baton: Baton, result: dict) -> None:
         baton.rlvr_ready.set()
         baton.trl_turn.release()
         raise
+    finally:
+        RunLog.steps = steps
 
 
 def trl_trainer(args, sft_path: Path, problems, out_dir: Path, baton: Baton, times: list):

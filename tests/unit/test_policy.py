@@ -54,11 +54,11 @@ def _run(tmp_path, beta):
     cfg = config.from_dict({}, [f"run.dir={tmp_path / f'r{beta}'}", "run.progress=false",
                                 "model.path=builtin:tiny-llama", "data.task=", f"data.train_path={data}",
                                 f"grpo.beta={beta}", "run.threads=1"])
-    return Run.open(cfg)
+    return Run.open(cfg).state
 
 
 def test_reference_model_only_with_kl(tmp_path):
     assert _run(tmp_path, 0.0).reference is None
-    run = _run(tmp_path, 0.04)
-    assert run.reference is not None and run.reference is not run.policy
-    assert not any(p.requires_grad for p in run.reference.parameters())
+    state = _run(tmp_path, 0.04)
+    assert state.reference is not None and state.reference is not state.policy
+    assert not any(p.requires_grad for p in state.reference.parameters())

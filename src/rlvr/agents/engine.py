@@ -4,7 +4,7 @@
 `HFEngine`) and answers `generate(problems, n, params, seed)` with `run_episodes`: each
 `Completion` is a whole episode (model and environment tokens, `loss_mask` on model tokens,
 behaviour log-probs on model tokens), stamped with the inner engine's policy version and the
-call's seed. So `Run.generate`, dynamic sampling, greedy evaluation and the update see groups
+call's seed. So `RolloutSource.generate`, dynamic sampling, greedy evaluation and the update see groups
 exactly as from a one-turn engine. It forwards every other `RolloutEngine` member to the engine it
 wraps, by composition.
 

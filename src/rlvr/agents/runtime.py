@@ -3,7 +3,7 @@ for `data.task: agentic`.
 
 `EpisodeTask` wraps a task whose problems carry workspace references (`rlvr.tasks.agentic`) with
 the `agent` config section (a `rlvr.tasks.base.Task`, registered as `agentic`): it draws problems
-like the task, gives `Run` the verifier (`episode_verifier`: the environment's score, kept on each
+like the task, gives the run the verifier (`episode_verifier`: the environment's score, kept on each
 completion) and wraps the run's engine in an `EpisodeEngine`
 whose environments are `Workspace`s over one sandbox pool, started on the first episode and
 stopped by `close()` (called by the verifier and the engine when the run finishes).

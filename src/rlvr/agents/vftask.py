@@ -10,7 +10,7 @@ split of the dataset seeded by the run's seed: min(heldout_size, rows // 5) rows
 trained on (no held-out set, and so no eval, below 5 rows). Rollouts: the run's engine wrapped by
 `VerifiersRollouts` (the environment's rollout loop against rlvr's engine over local HTTP);
 rewards: the environment's rubric, kept on each rollout's completion (the verifier `verifiers` is
-an `EngineScored`, which `Run.verify` never re-scores; so `reward/verifiers/*`, and `rewards/<rubric
+an `EngineScored`, which `RolloutSource.verify` never re-scores; so `reward/verifiers/*`, and `rewards/<rubric
 function>/mean` for each rubric function). The HTTP server is closed when the run finishes.
 
 Everything the environment's loading can get wrong (module or file missing, function missing, the

@@ -5,6 +5,12 @@ policy, reference, rollout engine, update, evaluation, `rlvr sft` and `rlvr eval
 and ask it for tensors' placement (`.torch`), autocast (`.autocast`), random generators
 (`.generator`) and peak memory. Nothing else in rlvr names "cpu" or "cuda".
 
+Under torchrun the process group is joined first and its `local_rank` handed to `resolve`: "auto"
+and "cuda" then mean the rank's own GPU, `cuda:LOCAL_RANK`, never the process's current device
+(which is GPU 0 on every rank until someone sets it). The data-parallel collectives ask the same
+function for their device, so the policy and DDP's `device_ids` cannot disagree. An explicit
+`cuda:N` is taken as given on every rank.
+
 Precision: master weights and AdamW states stay in the checkpoint's dtype (float32 by default);
 with bf16 on, matrix products run in bfloat16 under autocast (or the fused path's bf16 copies)
 while the residual stream, norms, softmax and log-probs stay float32. bf16 is the default on a
@@ -44,8 +50,9 @@ class Device:
 
     @classmethod
     def resolve(cls, spec: str = "auto", bf16: bool | None = None,
-                deterministic: bool = False) -> "Device":
-        """`spec` as in `run.device`; `bf16=None` means on for a GPU, off for a CPU."""
+                deterministic: bool = False, local_rank: int | None = None) -> "Device":
+        """`spec` as in `run.device`; `bf16=None` means on for a GPU, off for a CPU; `local_rank`:
+        this process's rank on its machine under torchrun (None outside it)."""
         if not valid_spec(spec):
             raise ValueError(f"device {spec!r}: expected auto, cpu, cuda or cuda:N")
         if spec == "auto":
@@ -56,7 +63,11 @@ class Device:
                 raise ValueError(f"device {spec!r}: CUDA is not available on this machine")
             if dev.index is not None and dev.index >= torch.cuda.device_count():
                 raise ValueError(f"device {spec!r}: only {torch.cuda.device_count()} GPU(s) visible")
-            if dev.index is None:
+            if dev.index is None and local_rank is not None:
+                if local_rank >= torch.cuda.device_count():
+                    raise ValueError(f"LOCAL_RANK {local_rank}: only {torch.cuda.device_count()} GPU(s) visible")
+                dev = torch.device("cuda", local_rank)
+            elif dev.index is None:
                 dev = torch.device("cuda", torch.cuda.current_device())
         if deterministic:
             # cuBLAS reads this when its handle is created: set it before the first matmul.

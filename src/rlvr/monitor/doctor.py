@@ -1,6 +1,6 @@
 """The training doctor: reads each step's metric record and raises alarms with a cause and an action.
 
-`Doctor.observe(step, record)` returns a list of {"name", "message", "action"} dicts; `Run.log`
+`Doctor.observe(step, record)` returns a list of {"name", "message", "action"} dicts; `RunLog.step`
 prints each as a console warning and writes it to `metrics.jsonl` as an event line, which the
 report lists. Alarms (thresholds in `DoctorConfig`, K = `window`):
 

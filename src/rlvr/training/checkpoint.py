@@ -6,6 +6,11 @@ sampler state, step, metrics-log offsets) and, written last, a `COMPLETE` marker
 temporary sibling directory, every file fsynced, then renamed into place and the parent fsynced, so
 a crash at any instant leaves either the previous checkpoint set or the new one, never half of
 one. Directories without the marker are ignored and cleaned up.
+
+`Checkpointer` is the run's part that decides where to resume from, writes a checkpoint every
+`run.save_every` steps (rank 0 writes, the other ranks wait at a barrier), keeps the newest
+`run.keep_last` plus the best by `run.best_metric`, and saves that best (its state: "best").
+`RngState` is the part that saves and restores every RNG stream ("rng").
 """
 
 from __future__ import annotations
@@ -14,10 +19,12 @@ import os
 import random
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
+
+from rlvr.errors import UserError
 
 MARKER = "COMPLETE"
 
@@ -130,3 +137,69 @@ def load_weights(model, ckpt: Path) -> None:
     if set(missing) - tied or unexpected:
         raise RuntimeError(f"checkpoint {ckpt} does not match the model: missing {missing}, "
                            f"unexpected {unexpected}")
+
+
+class RngState:
+    """Python, NumPy, torch and CUDA generators, as one stateful part of a run."""
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"rng": rng_state()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        set_rng_state(state["rng"])
+
+
+class Checkpointer:
+    def __init__(self, run_dir: Path | str, keep_last: int, dp=None):
+        self.dir, self.root = Path(run_dir), Path(run_dir) / "checkpoints"
+        self.keep_last, self.dp = keep_last, dp
+        self.is_main = dp is None or dp.rank == 0
+        self.best: tuple[float, Path | None] = (float("-inf"), None)
+
+    def resume_point(self, mode: str) -> Path | None:
+        """The checkpoint `run.resume` (never | auto | PATH) names, or None for a fresh start."""
+        if mode == "never":
+            if latest(self.root) is not None:
+                raise UserError(f"run.dir {self.dir} already holds checkpoints; use a new run.dir, "
+                                "or run.resume=auto to continue that run")
+            return None
+        if mode == "auto":
+            if self.is_main:
+                clean_partial(self.root)
+            if self.dp is not None:
+                self.dp.barrier()
+            return latest(self.root)
+        path = Path(mode)
+        if not (path / MARKER).is_file():
+            raise UserError(f"run.resume: {path} is not a complete checkpoint directory")
+        return path
+
+    def save(self, done: int, metric: float | None, state: dict[str, Any], model, tokenizer,
+             model_state: dict[str, torch.Tensor] | None, alarm: Callable[[dict], None]) -> Path:
+        """Write checkpoint `done` (rank 0) and prune; a failed write raises an alarm through
+        `alarm` and leaves the previous checkpoints as they were."""
+        if not self.is_main:
+            self.dp.barrier()                         # rank 0 writes; the others wait for it
+            return path_for(self.root, done)
+        try:
+            path = save(self.root, done, model, tokenizer, state, model_state)
+            if self.dp is not None:
+                self.dp.barrier()
+        except OSError as exc:
+            alarm({"step": done, "event": "alarm", "name": "checkpoint_failed",
+                   "message": f"checkpoint write failed ({exc}); the previous one is intact",
+                   "action": "free disk space or fix permissions on run.dir"})
+            if self.dp is not None:
+                self.dp.barrier()
+            return self.best[1] or self.root
+        if metric is not None and metric > self.best[0]:
+            self.best = (metric, path)
+        prune(self.root, self.keep_last, {self.best[1]} if self.best[1] else set())
+        return path
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"best": [self.best[0], str(self.best[1]) if self.best[1] else None]}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        best_metric, best_path = state.get("best", [float("-inf"), None])
+        self.best = (best_metric, Path(best_path) if best_path else None)

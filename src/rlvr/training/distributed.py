@@ -43,20 +43,25 @@ def is_main() -> bool:
 
 
 class DataParallel:
-    """The process group and the wrapped training module of one rank."""
+    """The process group and the wrapped training module of one rank. It is set up before the
+    run's `Device` and hands it `local_rank`; its own collectives run on the device
+    `Device.resolve` gives that rank (the rank's GPU under NCCL, the CPU under gloo)."""
 
     def __init__(self, mode: str, backend: str | None = None):
+        from rlvr.models.device import Device
+
         if mode not in MODES:
             raise ValueError(f"data-parallel mode {mode!r}; known: {', '.join(MODES)}")
         self.mode = mode
+        self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
         if not dist.is_initialized():
             backend = backend or ("nccl" if torch.cuda.is_available() else "gloo")
-            if backend == "nccl":
-                torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+            if backend == "nccl":   # NCCL binds each rank to the current device when it starts
+                torch.cuda.set_device(self.local_rank)
             dist.init_process_group(backend)
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
-        self.device = torch.device("cuda", torch.cuda.current_device()) \
-            if dist.get_backend() == "nccl" else torch.device("cpu")
+        spec = "cuda" if dist.get_backend() == "nccl" else "cpu"
+        self.device = Device.resolve(spec, local_rank=self.local_rank).torch
 
     # ---- the model ------------------------------------------------------------------------------
 
@@ -93,16 +98,22 @@ class DataParallel:
 
     def load_full_state(self, model, optimizer, model_state: dict, optim_state: dict | None) -> None:
         """Load full state dicts written by `full_*_state` into the (sharded) model and optimizer."""
-        from torch.distributed.checkpoint.state_dict import (
-            StateDictOptions, set_model_state_dict, set_optimizer_state_dict)
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
 
         opts = StateDictOptions(full_state_dict=True, strict=False)
         set_model_state_dict(model, model_state, options=opts)
         if optim_state is not None:
-            if self.mode == "ddp":
-                optimizer.load_state_dict(optim_state)
-            else:
-                set_optimizer_state_dict(model, optimizer, optim_state, options=opts)
+            self.load_full_optim_state(model, optimizer, optim_state)
+
+    def load_full_optim_state(self, model, optimizer, optim_state: dict) -> None:
+        """Load an optimizer state written by `full_optim_state` (after the model's weights)."""
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+        if self.mode == "ddp":
+            optimizer.load_state_dict(optim_state)
+        else:
+            set_optimizer_state_dict(model, optimizer, optim_state,
+                                     options=StateDictOptions(full_state_dict=True, strict=False))
 
     # ---- the collectives update_policy and the loop use -----------------------------------------
 

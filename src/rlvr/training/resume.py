@@ -1,46 +1,32 @@
-"""What a checkpoint holds beyond the weights, and how a run is put back to that state."""
+"""Save and resume as one loop over a run's named stateful parts.
+
+A part has `state_dict()` and `load_state_dict(state)`. `trainer_state` merges the parts' dicts
+under the step; each part owns distinct top-level keys ("optimizer", "scheduler", "sampler",
+"rollouts", "doctor", "metrics_offsets", "bad_steps", "best", "rng"), the same keys checkpoints
+have always held, so older checkpoints resume. `restore` hands every part the whole dict, in the
+order given; a part reads only its own keys and supplies defaults for keys older checkpoints lack.
+The weights are not in this dict: the checkpoint holds them as a Hugging Face model, and they are
+loaded before the parts (see `TrainingState.load_weights`).
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
-from rlvr.training import checkpoint
+from typing import Any, Mapping
 
 
-def trainer_state(run, done: int) -> dict[str, Any]:
-    return {
-        "step": done,
-        "optimizer": run.dp.full_optim_state(run.train_model, run.optimizer) if run.dp
-        else run.optimizer.state_dict(),
-        "scheduler": run.scheduler.state_dict(),
-        "sampler": run.sampler.state_dict(),
-        "doctor": run.doctor.state_dict(),
-        "rng": checkpoint.rng_state(),
-        "metrics_offsets": run.log_out.offsets(),
-        "best": [run.best[0], str(run.best[1]) if run.best[1] else None],
-        "bad_steps": run.bad_steps,
-        "rollouts": run.rollouts.state_dict(),     # groups generated ahead of their step
-    }
+def trainer_state(parts: Mapping[str, Any], done: int) -> dict[str, Any]:
+    state: dict[str, Any] = {"step": done}
+    for name, part in parts.items():
+        own = part.state_dict()
+        shared = sorted(own.keys() & state.keys())
+        if shared:
+            raise ValueError(f"checkpoint part {name!r} writes keys another part owns: {shared}")
+        state.update(own)
+    return state
 
 
-def restore(run, ckpt: Path) -> None:
-    state = checkpoint.load_state(ckpt)
-    if run.dp is not None and run.dp.mode == "fsdp2":
-        run.dp.load_full_state(run.train_model, run.optimizer, checkpoint.read_weights(ckpt),
-                               state["optimizer"])
-    else:
-        checkpoint.load_weights(run.policy, ckpt)
-        run.optimizer.load_state_dict(state["optimizer"])
-    run.scheduler.load_state_dict(state["scheduler"])
-    run.sampler.load_state_dict(state["sampler"])
-    run.doctor.load_state_dict(state.get("doctor", {}))
-    checkpoint.set_rng_state(state["rng"])
-    if run.is_main:
-        run.log_out.truncate_to(state["metrics_offsets"])
-    best_metric, best_path = state.get("best", [float("-inf"), None])
-    run.best = (best_metric, Path(best_path) if best_path else None)
-    run.bad_steps = state.get("bad_steps", 0)
-    run.rollouts.load_state_dict(state.get("rollouts", {}))
-    run.start_step = state["step"]
-    run.engine.load_weights(run.policy, run.start_step)
+def restore(parts: Mapping[str, Any], state: dict[str, Any]) -> int:
+    """Load every part from `state`; returns the number of steps done."""
+    for part in parts.values():
+        part.load_state_dict(state)
+    return state["step"]

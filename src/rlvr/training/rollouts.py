@@ -16,6 +16,8 @@ the mean step − version of the groups a step trains on.
 State: the buffered groups (with their version and per-step metrics) and the drop count are in
 `state_dict()`, saved in every checkpoint after `wait()`; together with the sampler state (the data
 position, already advanced to step + k) a run killed at any instant resumes exactly.
+Receives the rollout source (`training/source.py`): its sampler, `generate` and the step's
+`extras`; nothing else of the run.
 Not guaranteed: a speed-up. On a CPU the thread competes with the update for the same cores (it
 decodes on one thread); the gain is what the update leaves idle. The private copy doubles the
 policy's memory. Only engines that accept a model (`HFEngine`) run ahead here.
@@ -23,10 +25,9 @@ policy's memory. Only engines that accept a model (`HFEngine`) run ahead here.
 
 from __future__ import annotations
 
-import copy
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -41,8 +42,12 @@ class _Entry:
 
 
 class Rollouts:
-    def __init__(self, run, max_staleness: int):
-        self.run, self.k = run, max_staleness
+    def __init__(self, source, max_staleness: int, total_steps: int | None = None,
+                 copy_engine: Callable[[], Any] | None = None):
+        """`copy_engine()` builds the private engine that runs ahead (on the first `ahead`);
+        `total_steps` None: no last step."""
+        self.source, self.k = source, max_staleness
+        self.total_steps, self.copy_engine = total_steps, copy_engine
         self.buffer: dict[int, _Entry] = {}
         self.dropped = 0
         self.engine = None
@@ -50,40 +55,41 @@ class Rollouts:
         self._error: BaseException | None = None
 
     def take(self, step: int) -> list[Group]:
-        """The groups step `step` trains on (their metrics go to `run.extras`)."""
-        run = self.run
+        """The groups step `step` trains on (their metrics go to the source's `extras`)."""
+        source = self.source
         entry = self.buffer.pop(step, None)
         if entry is not None and entry.version < step - self.k:
             self.dropped += len(entry.groups)
             entry = None
         if entry is None:
-            groups = run.generate(run.sampler.next_batch(step), step)
+            groups = source.generate(source.sampler.next_batch(step), step)
         else:
             groups = entry.groups
-            run.extras.update(entry.extras)
+            source.extras.update(entry.extras)
         if self.k > 0:
-            run.extras["async/staleness"] = sum(step - g.policy_version for g in groups) / max(1, len(groups))
-            run.extras["async/dropped_groups"] = float(self.dropped)
+            source.extras["async/staleness"] = sum(step - g.policy_version for g in groups) / max(1, len(groups))
+            source.extras["async/dropped_groups"] = float(self.dropped)
         return groups
 
-    def ahead(self, step: int) -> None:
-        """k > 0: start generating the rollouts of step + k from the current weights."""
-        target, run = step + self.k, self.run
-        if self.k == 0 or target >= run.cfg.grpo.steps or target in self.buffer:
+    def ahead(self, step: int, policy) -> None:
+        """k > 0: start generating the rollouts of step + k from `policy`'s current weights."""
+        target, source = step + self.k, self.source
+        past_the_end = self.total_steps is not None and target >= self.total_steps
+        if self.k == 0 or past_the_end or target in self.buffer:
             return
-        problems = run.sampler.next_batch(target)
+        problems = source.sampler.next_batch(target)
         if self.engine is None:
-            from rlvr.training.setup import build_engine
-
-            self.engine = build_engine(run.cfg, copy.deepcopy(run.engine.model), run.tokenizer, run.device)
-        self.engine.load_weights(run.policy, step)
+            if self.copy_engine is None:
+                raise ValueError("rollout.max_staleness > 0 needs an engine to copy (copy_engine)")
+            self.engine = self.copy_engine()
+        self.engine.load_weights(policy, step)
         threads = torch.get_num_threads()
 
         def produce() -> None:
             try:
                 torch.set_num_threads(threads)   # a new thread may start with another default
                 extras: dict[str, Any] = {}
-                groups = run.generate(problems, target, engine=self.engine, extras=extras)
+                groups = source.generate(problems, target, engine=self.engine, extras=extras)
                 self.buffer[target] = _Entry(step, groups, extras)
             except BaseException as exc:  # re-raised by wait() in the training thread
                 self._error = exc

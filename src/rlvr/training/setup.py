@@ -91,18 +91,20 @@ def check_engine(cfg: Config) -> None:
     check_launch(cfg, world_from_env()[1])
 
 
-def build_device(cfg: Config):
-    """The run's one Device (`run.device`, `model.autocast_bf16`, `run.deterministic`)."""
+def build_device(cfg: Config, dp=None):
+    """The run's one Device (`run.device`, `model.autocast_bf16`, `run.deterministic`); under
+    torchrun `dp` (built first) hands it the rank's `local_rank`, so each rank gets its own GPU."""
     from rlvr.models.device import Device
 
+    local_rank = dp.local_rank if dp is not None else None
     try:
-        return Device.resolve(cfg.run.device, cfg.model.autocast_bf16, cfg.run.deterministic)
+        return Device.resolve(cfg.run.device, cfg.model.autocast_bf16, cfg.run.deterministic, local_rank)
     except ValueError as exc:
         raise ConfigError(f"run.device: {exc}") from None
 
 
 def build_data_parallel(cfg: Config):
-    """A `DataParallel` under torchrun (WORLD_SIZE > 1), else None."""
+    """A `DataParallel` under torchrun (WORLD_SIZE > 1), else None; build it before the Device."""
     from rlvr.training.distributed import DataParallel, world_from_env
 
     return DataParallel(cfg.run.data_parallel) if world_from_env()[1] > 1 else None

@@ -1,0 +1,122 @@
+"""The run log: one metrics line per step, alarms, transcripts, the progress bar, the NaN guard.
+
+`Meter` holds the current step's `timing/*` values and other metrics; the parts that do the work
+(the rollout source, the update) write into it, and `RunLog.step` turns it and the update's
+statistics into the step's line of `metrics.jsonl`, in a fixed key order: step, time, the group
+metrics, the update's statistics, timings, then the other metrics. `RunLog.steps` starts each
+step with an empty meter and a fresh peak-memory count.
+
+State (`state_dict`, top-level checkpoint keys): the metrics-file offsets (a resumed run truncates
+the files back to them, so no line is written twice), the doctor's state and the count of
+consecutive NaN/inf updates. On ranks other than 0 the output is a `NullLog` and nothing is written.
+Not guaranteed: wall-clock fields (`time`, `timing/*`, `tokens_per_s`) repeat across runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any, Iterator, Sequence
+
+import torch
+
+from rlvr.config import Config
+from rlvr.errors import UserError
+from rlvr.monitor.stats import step_metrics
+from rlvr.types import Group
+
+
+class Meter:
+    """The current step's timings and other metrics, written by whoever does the work."""
+
+    def __init__(self):
+        self.timings: dict[str, float] = {}     # timing/* of the current step
+        self.extras: dict[str, Any] = {}        # other per-step metrics from the stages
+
+    def reset(self) -> None:
+        self.timings, self.extras = {}, {}
+
+    @contextlib.contextmanager
+    def timed(self, name: str, into: dict[str, float] | None = None):
+        into = self.timings if into is None else into
+        t0 = time.perf_counter()
+        yield
+        into[f"timing/{name}"] = into.get(f"timing/{name}", 0.0) + time.perf_counter() - t0
+
+
+class RunLog:
+    def __init__(self, cfg: Config, out, device, meter: Meter, show_progress: bool = True):
+        from rlvr.monitor.doctor import Doctor
+
+        self.out, self.device, self.meter = out, device, meter   # out: a MetricsLog or NullLog
+        self.doctor = Doctor(cfg)
+        self.total, self.progress = cfg.grpo.steps, cfg.run.progress and show_progress
+        self.max_new_tokens = cfg.rollout.max_new_tokens
+        self.transcripts_every, self.max_bad_steps = cfg.run.transcripts_every, cfg.run.max_bad_steps
+        self.bad_steps = 0
+        self.bar = None
+        self.step_started = time.perf_counter()
+
+    def steps(self, start: int) -> Iterator[int]:
+        from rlvr.monitor.progress import Progress
+
+        with Progress(self.total, start, enabled=self.progress) as bar:
+            self.bar = bar
+            for step in range(start, self.total):
+                self.begin_step()
+                yield step
+
+    def begin_step(self) -> None:
+        self.step_started = time.perf_counter()
+        self.meter.reset()
+        self.device.reset_peak_memory()
+
+    def timed(self, name: str):
+        return self.meter.timed(name)
+
+    def write(self, record: dict[str, Any]) -> None:
+        self.out.write(record)
+
+    def step(self, step: int, groups: Sequence[Group], advantages: torch.Tensor,
+             stats: dict[str, float]) -> dict[str, Any]:
+        """Write the step's metrics line, then its alarms and transcripts; stop after K bad updates."""
+        timings = self.meter.timings
+        timings["timing/step"] = time.perf_counter() - self.step_started
+        record = {"step": step, "time": time.time() - self.out.t0}
+        record.update(step_metrics(groups, advantages, self.max_new_tokens))
+        record.update(stats)
+        record.update(timings)
+        record.update(self.meter.extras)
+        record["tokens_per_s"] = record["completions/total_tokens"] / max(1e-9, timings["timing/step"])
+        peak = self.device.peak_memory_gb()     # GPU only: CPU metrics files stay as they were
+        if peak is not None:
+            record["memory/peak_gb"] = peak
+        self.out.write(record)
+        for alarm in self.doctor.observe(step, record):
+            self.out.write({"step": step, "event": "alarm", **alarm})
+            self.bar.note(f"[alarm] step {step}: {alarm['name']}: {alarm['message']} -> {alarm['action']}")
+        if self.transcripts_every and step % self.transcripts_every == 0:
+            self.out.write_transcripts(step, groups, advantages)
+        self.bar.update(step + 1, record)
+        self._check_finite(step, stats)
+        return record
+
+    def _check_finite(self, step: int, stats: dict[str, float]) -> None:
+        """Count updates skipped for NaN/inf (the doctor raises the alarm); stop after K in a row."""
+        bad = any(isinstance(v, float) and v != v for v in stats.values())
+        self.bad_steps = self.bad_steps + 1 if bad else 0
+        if self.bad_steps >= self.max_bad_steps:
+            raise UserError(f"stopping: {self.bad_steps} updates in a row had NaN/inf loss or "
+                            f"gradients (step {step}); lower grpo.lr or check the model dtype")
+
+    def close(self) -> None:
+        self.out.close()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"doctor": self.doctor.state_dict(), "metrics_offsets": self.out.offsets(),
+                "bad_steps": self.bad_steps}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.doctor.load_state_dict(state.get("doctor", {}))
+        self.out.truncate_to(state["metrics_offsets"])
+        self.bad_steps = state.get("bad_steps", 0)
