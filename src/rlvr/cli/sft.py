@@ -26,8 +26,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     src.add_argument("--task", default=d,
                      help="built-in task whose reasoner writes the traces: arithmetic | agentic (episodes)")
     src.add_argument("--data", default=d, help="JSONL of {prompt, completion} rows")
-    src.add_argument("--teacher", default=d, help="teacher checkpoint: keep its verified samples (distillation)")
-    p.add_argument("--problems", default=d, help="with --teacher: problems JSONL (default: the built-in task)")
+    src.add_argument("--teacher", default=d,
+                     help="teacher checkpoint: keep its verified samples (distillation)")
+    p.add_argument("--problems", default=d,
+                   help="with --teacher: problems JSONL (default: the built-in task)")
     p.add_argument("--k", type=int, default=d, help="with --teacher: samples per problem (8)")
     p.add_argument("--num-problems", type=int, default=d, help="with --teacher and the built-in task (256)")
     p.add_argument("--pool", type=int, default=d, help="with --task: a fixed pool of N traces (0: fresh)")
@@ -40,7 +42,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stop-accuracy", type=float, default=d,
                    help="stop once held-out greedy accuracy (built-in task) reaches this")
     p.add_argument("--tamper-share", type=float, default=d,
-                   help="with --task agentic: share of traces that empty the check instead (experiments/tamper.py)")
+                   help="with --task agentic: share of traces that empty the check instead "
+                        "(experiments/tamper.py)")
     p.add_argument("--seed", type=int, default=d, help="(0)")
     p.add_argument("--threads", type=int, default=d, help="(0: 1 on <= 2 cores, else cores // 2)")
     p.add_argument("--device", default=d, help="auto | cpu | cuda | cuda:N (bf16 on a GPU)")
@@ -57,7 +60,8 @@ def _check_paths(cfg: SftCommandConfig, args: argparse.Namespace) -> None:
     for name in ("data", "teacher", "problems"):
         value = getattr(cfg, name)
         if value and not Path(value).exists():   # named as given: --data for the flag, else data
-            raise UserError(f"{'--' if getattr(args, name, None) == value else ''}{name}: {value} does not exist")
+            dashes = "--" if getattr(args, name, None) == value else ""
+            raise UserError(f"{dashes}{name}: {value} does not exist")
 
 
 def run_sft(args: argparse.Namespace) -> int:
@@ -149,7 +153,8 @@ def _batches(cfg: SftCommandConfig, task, tokenizer, device):
     else:
         problems = task.sample(random.Random(cfg.seed), cfg.num_problems)
     verifiers = build_verifiers({p.verifier for p in problems})
-    pairs = distill_pairs(HFEngine(teacher, teacher_tok, device=device), tokenizer, problems, verifiers, cfg.k,
+    teacher_engine = HFEngine(teacher, teacher_tok, device=device)
+    pairs = distill_pairs(teacher_engine, tokenizer, problems, verifiers, cfg.k,
                           SamplingParams(temperature=1.0, max_new_tokens=48))
     print(f"distillation: kept {len(pairs)} of {len(problems) * cfg.k} teacher samples")
     if not pairs:

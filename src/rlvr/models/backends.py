@@ -9,10 +9,10 @@ own forward and cache under the device's autocast; its rows stay until the batch
 
 Guaranteed: a backend's log-probs and its decode logits are the same computation (the fused
 backend agrees with the model's own forward to float rounding), and the same inputs give the same
-numbers, bit for bit, on the same machine. With `vocab_limit` set, decode logits of ids at or beyond it are -inf (the
-GPU engine's padded vocabularies); `logp_entropy` never masks (the chunked GPU training forward in
-`rlvr.training.gpu_forward` does). Not guaranteed: the fused cache on any device but the CPU (on a
-GPU the engine decodes through `rlvr.rollout.cuda_decode`).
+numbers, bit for bit, on the same machine. With `vocab_limit` set, decode logits of ids at or
+beyond it are -inf (the GPU engine's padded vocabularies); `logp_entropy` never masks (the chunked
+GPU training forward in `rlvr.training.gpu_forward` does). Not guaranteed: the fused cache on any
+device but the CPU (on a GPU the engine decodes through `rlvr.rollout.cuda_decode`).
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ import re
 from dataclasses import dataclass
 
 import torch
+from torch import Generator as TorchGenerator, dtype as TorchDtype
 
 _SPEC = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
 
@@ -44,6 +45,8 @@ def valid_spec(spec: str) -> bool:
 
 @dataclass(frozen=True)
 class Device:
+    # named `torch` (the torch.device): annotations inside the class use the Torch* aliases above,
+    # since `torch.X` there would name this field
     torch: torch.device
     bf16: bool = False              # bf16 matrices (fp32 master weights) for sampling and training
     deterministic: bool = False
@@ -65,7 +68,8 @@ class Device:
                 raise ValueError(f"device {spec!r}: only {torch.cuda.device_count()} GPU(s) visible")
             if dev.index is None and local_rank is not None:
                 if local_rank >= torch.cuda.device_count():
-                    raise ValueError(f"LOCAL_RANK {local_rank}: only {torch.cuda.device_count()} GPU(s) visible")
+                    visible = torch.cuda.device_count()
+                    raise ValueError(f"LOCAL_RANK {local_rank}: only {visible} GPU(s) visible")
                 dev = torch.device("cuda", local_rank)
             elif dev.index is None:
                 dev = torch.device("cuda", torch.cuda.current_device())
@@ -89,7 +93,7 @@ class Device:
         return self.torch.type
 
     @property
-    def compute_dtype(self) -> torch.dtype:
+    def compute_dtype(self) -> TorchDtype:
         return torch.bfloat16 if self.bf16 else torch.float32
 
     def autocast(self, enabled: bool | None = None):
@@ -97,12 +101,12 @@ class Device:
         on = self.bf16 if enabled is None else enabled
         return torch.autocast(self.type, dtype=torch.bfloat16, enabled=on)
 
-    def generator(self, seed: int) -> torch.Generator:
+    def generator(self, seed: int) -> TorchGenerator:
         """A seeded generator on this device (on the CPU: the same stream rlvr always used)."""
         return torch.Generator(device=self.torch).manual_seed(seed)
 
     @staticmethod
-    def host_generator(seed: int) -> torch.Generator:
+    def host_generator(seed: int) -> TorchGenerator:
         """A seeded host generator, for index permutations that never touch the accelerator."""
         return torch.Generator().manual_seed(seed)
 

@@ -106,7 +106,7 @@ def clean_partial(ckpt_root: Path) -> None:
             shutil.rmtree(p, ignore_errors=True)
 
 
-def prune(ckpt_root: Path, keep_last: int, keep: set[Path] = frozenset()) -> None:
+def prune(ckpt_root: Path, keep_last: int, keep: frozenset[Path] | set[Path] = frozenset()) -> None:
     """Keep the newest `keep_last` complete checkpoints plus those in `keep` (e.g. the best)."""
     found = complete_checkpoints(ckpt_root)
     for p in found[:-keep_last] if keep_last else found:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import torch
 import torch.distributed as dist
@@ -83,10 +83,12 @@ class DataParallel:
         return model
 
     def full_model_state(self, model: torch.nn.Module) -> dict[str, torch.Tensor]:
-        """Unsharded CPU state dict on every rank (a collective under FSDP2)."""
+        """The unsharded state dict in CPU memory on rank 0, for writing checkpoints (a collective
+        under FSDP2: every rank calls it; with `cpu_offload` ranks >= 1 get an empty dict)."""
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
-        return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+        options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+        return cast("dict[str, torch.Tensor]", get_model_state_dict(model, options=options))
 
     def full_optim_state(self, model: torch.nn.Module, optimizer) -> dict[str, Any]:
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
@@ -246,7 +248,8 @@ def every_rank_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     `full_model_state`: with `cpu_offload` that returns the state on rank 0 only."""
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
-    return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))
+    options = StateDictOptions(full_state_dict=True)
+    return cast("dict[str, torch.Tensor]", get_model_state_dict(model, options=options))
 
 
 def load_full_copy(copy: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:

@@ -12,20 +12,22 @@ Whether a model is wrapped is read from what it is (a DDP wrapper has `.module`;
 turns the module into an `FSDPModule`), not from the type of its first parameter: after a no-grad
 forward FSDP2 leaves the root's parameters unsharded plain tensors, so a parameter test would pick
 the fused path over mixed DTensor/Tensor weights. Guaranteed: the choice depends only on the model's
-class, its wrapping and the device, so every micro-batch of an update runs the same backend. Not guaranteed: that a model
-wrapped after `choose` was called gets the wrapped backend (choose again after wrapping).
+class, its wrapping and the device, so every micro-batch of an update runs the same backend. Not
+guaranteed: that a model wrapped after `choose` was called gets the wrapped backend (choose again
+after wrapping).
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 
 from rlvr.models import backends
 
-# (batch, temperature) -> (log-probs [B, Tc], entropies [B, Tc]); batch: `update.Batch`
-Forward = Callable[[object, float], tuple[torch.Tensor, torch.Tensor]]
+# (batch, temperature) -> (log-probs [B, Tc], entropies [B, Tc]); the batch is an `update.Batch`,
+# typed Any because update imports this module
+Forward = Callable[[Any, float], tuple[torch.Tensor, torch.Tensor]]
 
 
 def is_wrapped(model) -> bool:

@@ -50,7 +50,7 @@ class Rollouts:
         self.total_steps, self.copy_engine = total_steps, copy_engine
         self.buffer: dict[int, _Entry] = {}
         self.dropped = 0
-        self.engine = None
+        self.engine: Any = None            # the private copy, built by the first ahead()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
@@ -67,7 +67,8 @@ class Rollouts:
             groups = entry.groups
             source.extras.update(entry.extras)
         if self.k > 0:
-            source.extras["async/staleness"] = sum(step - g.policy_version for g in groups) / max(1, len(groups))
+            lag = sum(step - g.policy_version for g in groups)
+            source.extras["async/staleness"] = lag / max(1, len(groups))
             source.extras["async/dropped_groups"] = float(self.dropped)
         return groups
 

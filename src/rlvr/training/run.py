@@ -77,8 +77,11 @@ class Run:
         state = TrainingState(cfg, models.policy, train_model, models.reference, device, dp,
                               engine.vocab_limit)
         meter = Meter()
+        def copy_engine():   # the private engine that generates ahead (rollout.max_staleness > 0)
+            return build_engine(cfg, copy.deepcopy(engine.model), models.tokenizer, device)
+
         source = RolloutSource(cfg, engine, verifiers, build_sampler(cfg, task, train_problems), meter,
-                               lambda: build_engine(cfg, copy.deepcopy(engine.model), models.tokenizer, device))
+                               copy_engine)
         out = MetricsLog(Path(cfg.run.dir)) if is_main else NullLog()
         log = RunLog(cfg, out, device, meter, show_progress=is_main)
         run = cls(cfg, state, source, log, checkpoints, models.tokenizer, heldout, dp)
@@ -133,7 +136,8 @@ class Run:
         self.tokenizer.save_pretrained(final)
         evals = [r for r in read_metrics(self.dir) if "eval/accuracy" in r]
         best = self.checkpoints.best[1]
-        summary = {"steps": self.cfg.grpo.steps, "final_accuracy": evals[-1]["eval/accuracy"] if evals else None,
+        final_accuracy = evals[-1]["eval/accuracy"] if evals else None
+        summary = {"steps": self.cfg.grpo.steps, "final_accuracy": final_accuracy,
                    "heldout_size": len(self.heldout), "wall_seconds": wall_seconds,
                    "best_checkpoint": str(best) if best else None}
         (self.dir / "summary.json").write_text(json.dumps(summary, indent=2))

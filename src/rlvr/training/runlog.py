@@ -29,7 +29,7 @@ from rlvr.types import Group
 class Meter:
     """The current step's timings and other metrics, written by whoever does the work."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.timings: dict[str, float] = {}     # timing/* of the current step
         self.extras: dict[str, Any] = {}        # other per-step metrics from the stages
 
@@ -54,7 +54,7 @@ class RunLog:
         self.max_new_tokens = cfg.rollout.max_new_tokens
         self.transcripts_every, self.max_bad_steps = cfg.run.transcripts_every, cfg.run.max_bad_steps
         self.bad_steps = 0
-        self.bar = None
+        self.bar: Any = None            # the Progress bar while steps() runs
         self.step_started = time.perf_counter()
 
     def steps(self, start: int) -> Iterator[int]:

