@@ -4,7 +4,7 @@ Usage: `python tests/redteam/suite.py --tier bwrap|landlock [--corpus extra.json
 the last line of stdout is the JSON report. Runs under any interpreter with the stdlib (the
 unprivileged-user test runs it with /usr/bin/python3). For every item it checks: the reward (0 for adversarial items,
 1 for controls), the time (at most timeout + 1 s), that no file appeared outside the sandbox and the
-secret file is unchanged, that no process of the sandbox uid was left behind, that no TCP or UDP
+secret file is unchanged, that no process the suite started was left behind, that no TCP or UDP
 packet reached the listeners on 127.0.0.1, and at the end that the grader still scores a control.
 It refuses to run destructive items without an isolation tier. A corpus file holds JSON rows
 `{"name", "code", "tests", "hidden_tests"?, "expect": 0|1}` using the same placeholders.
@@ -127,10 +127,77 @@ def pids_of(uid):
     return found
 
 
-def leftover_processes(uid, baseline, grace_s=1.0):
+def _parents():
+    """{pid: parent pid} of every process on the machine, from /proc/PID/stat."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2:].split()   # the name may hold spaces and ")"
+            if fields[0] != "Z":                            # a zombie runs nothing
+                parents[int(entry)] = int(fields[1])
+    return parents
+
+
+def started_here(root=None):
+    """The live processes descended from `root` (this process): what this suite started, through
+    the pool and each zygote (a child subreaper, so a job's orphans come back to it; under bwrap
+    the tree also stays in its pid namespace). Never other processes of the same uid: the sandbox
+    uid (nobody, when the grader is root) is shared with whatever else runs on the machine."""
+    root = os.getpid() if root is None else root
+    children = {}
+    for pid, ppid in _parents().items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = set(), [root]
+    while todo:
+        kids = children.get(todo.pop(), [])
+        found.update(kids)
+        todo += kids
+    return found
+
+
+class Subreaper:
+    """This process as a child subreaper while the suite runs (PR_SET_CHILD_SUBREAPER): a job's
+    orphan whose zygote died comes back to this process, not to init, so `started_here` still
+    sees it. On exit the previous setting comes back and adopted orphans that ended are reaped
+    (the pool's own children are waited by the pool, and were not children here before)."""
+
+    def __enter__(self):
+        import ctypes
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        was = ctypes.c_int(0)
+        self.libc.prctl(37, ctypes.byref(was), 0, 0, 0)         # PR_GET_CHILD_SUBREAPER
+        self.was = was.value
+        self.before = {pid for pid, ppid in _parents().items() if ppid == os.getpid()}
+        self.libc.prctl(36, 1, 0, 0, 0)                         # PR_SET_CHILD_SUBREAPER
+        return self
+
+    def __exit__(self, *exc):
+        self.libc.prctl(36, self.was, 0, 0, 0)
+        for entry in os.listdir(f"/proc/{os.getpid()}/task"):
+            try:
+                with open(f"/proc/{os.getpid()}/task/{entry}/children") as f:
+                    kids = [int(k) for k in f.read().split()]
+            except OSError:
+                continue
+            for pid in set(kids) - self.before:
+                try:
+                    os.waitpid(pid, os.WNOHANG)                 # only if it already ended
+                except ChildProcessError:
+                    pass
+        return False
+
+
+def leftover_processes(baseline, grace_s=1.0):
+    """How many more processes this suite's tree holds than `baseline` (the tree with the pool
+    started and idle), after up to `grace_s` for a job's processes to go."""
     end = time.monotonic() + grace_s
     while True:
-        extra = len(pids_of(uid)) - len(baseline)
+        extra = len(started_here()) - len(baseline)
         if extra <= 0 or time.monotonic() > end:
             return max(extra, 0)
         time.sleep(0.02)
@@ -159,7 +226,7 @@ def load_items(ctx, corpus, builtin=True):
     return rows
 
 
-def run_item(verifier, ctx, row, uid, baseline, timeout_s):
+def run_item(verifier, ctx, row, baseline, timeout_s):
     meta = {"hidden_tests": row["hidden_tests"]} if row.get("hidden_tests") is not None else {}
     problem = Problem(row["name"], "", row["tests"], "code", meta)
     start = time.monotonic()
@@ -173,7 +240,7 @@ def run_item(verifier, ctx, row, uid, baseline, timeout_s):
     escaped = ctx.escapes(verifier.pool.workdirs())
     ctx.clean(escaped)
     problems += [f"file {p}" for p in escaped]
-    extra = leftover_processes(uid, baseline)
+    extra = leftover_processes(baseline)
     if extra:
         problems.append(f"{extra} processes left")
     problems += [f"{c} connection" for c in ctx.connections()]
@@ -190,21 +257,25 @@ def run_suite(tier, timeout_s=1.0, corpus=None, only=None, builtin=True):
     unsafe = tier not in ("bwrap", "landlock")
     if unsafe and not (only and set(only) <= HARMLESS):
         raise SystemExit("refusing to run destructive items without an isolation tier")
+    with Subreaper():
+        return _run_suite(tier, timeout_s, corpus, only, builtin, unsafe)
+
+
+def _run_suite(tier, timeout_s, corpus, only, builtin, unsafe):
     ctx = Context()
     verifier = CodeVerifier(tier=tier, timeout_s=timeout_s, mem_mb=512, workers=2,
                             allow_unsafe=unsafe)
     try:
         verifier.pool.start()
-        uid = verifier.pool.caps.run_uid if verifier.pool.caps.run_uid is not None else os.getuid()
-        baseline = pids_of(uid)
+        baseline = started_here()
         started = time.monotonic()
-        results = [run_item(verifier, ctx, row, uid, baseline, timeout_s)
+        results = [run_item(verifier, ctx, row, baseline, timeout_s)
                    for row in load_items(ctx, corpus, builtin)
                    if only is None or row["name"] in only]
         alive = run_item(verifier, ctx, {"name": "grader_alive", "kind": "control",
                                          "code": "def add(a, b):\n    return b + a\n",
                                          "tests": items.ADD_VISIBLE, "hidden_tests": items.ADD_HIDDEN,
-                                         "expect": 1}, uid, baseline, timeout_s)
+                                         "expect": 1}, baseline, timeout_s)
         results.append(alive)
         total_s = time.monotonic() - started
     finally:
