@@ -76,10 +76,10 @@ class Run:
         engine = build_engine(cfg, models.engine_model, models.tokenizer, device, dp, fsdp_copy, task)
         state = TrainingState(cfg, models.policy, train_model, models.reference, device, dp,
                               engine.vocab_limit)
-        meter = Meter()
         def copy_engine():   # the private engine that generates ahead (rollout.max_staleness > 0)
             return build_engine(cfg, copy.deepcopy(engine.model), models.tokenizer, device)
 
+        meter = Meter()
         source = RolloutSource(cfg, engine, verifiers, build_sampler(cfg, task, train_problems), meter,
                                copy_engine)
         out = MetricsLog(Path(cfg.run.dir)) if is_main else NullLog()
