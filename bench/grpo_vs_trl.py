@@ -338,7 +338,8 @@ def one_run(args) -> dict:
     from rlvr import config as config_mod
     from rlvr.models.policy import load_policy
     from rlvr.models.quiet import quiet_transformers
-    from rlvr.training.setup import build_task, set_threads
+    from rlvr.tasks.base import build_task
+    from rlvr.training.setup import set_threads
     from rlvr.sampling.sampler import TaskSampler
 
     quiet_transformers()

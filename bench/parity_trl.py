@@ -103,7 +103,8 @@ def main(argv=None) -> dict:
     from rlvr.models.policy import load_policy
     from rlvr.models.quiet import quiet_transformers
     from rlvr.sampling.sampler import TaskSampler
-    from rlvr.training.setup import build_task, set_threads
+    from rlvr.tasks.base import build_task
+    from rlvr.training.setup import set_threads
     from rlvr.training.update import Batch
 
     quiet_transformers()

@@ -10,7 +10,8 @@ from rlvr import config
 from rlvr.models.device import Device
 from rlvr.training import checkpoint, resume
 from rlvr.training.runlog import Meter, RunLog
-from rlvr.training.setup import build_sampler, build_verifiers
+from rlvr.tasks.base import build_verifiers
+from rlvr.training.setup import build_sampler
 from rlvr.training.source import RolloutSource
 from rlvr.training.state import TrainingState
 from rlvr.types import Completion, Group, Problem

@@ -95,7 +95,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def load_eval_problems(args: EvalCommandConfig):
     from rlvr.data import check_references, load_problems
-    from rlvr.training.setup import build_verifiers
+    from rlvr.tasks.base import build_verifiers
     from rlvr.tasks.arithmetic import ArithmeticTask
 
     if not args.data:

@@ -17,7 +17,8 @@ from rlvr import config as config_mod
 from rlvr.evaluation.metrics import greedy_accuracy
 from rlvr.models.policy import load_policy
 from rlvr.rollout.hf import HFEngine
-from rlvr.training.setup import build_task, set_threads
+from rlvr.tasks.base import build_task
+from rlvr.training.setup import set_threads
 from rlvr.training.sft import SFTConfig, sft, task_pairs, task_probe
 from rlvr.tasks.arithmetic import ArithmeticVerifier
 from rlvr.models.tiny import save_tiny_model

@@ -144,7 +144,7 @@ def _batches(cfg: SftCommandConfig, task, tokenizer, device):
     from rlvr.models.policy import load_policy
     from rlvr.rollout.base import SamplingParams
     from rlvr.rollout.hf import HFEngine
-    from rlvr.training.setup import build_verifiers
+    from rlvr.tasks.base import build_verifiers
     from rlvr.data import load_problems
 
     teacher, teacher_tok = load_policy(cfg.teacher, device=device)

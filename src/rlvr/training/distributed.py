@@ -119,23 +119,12 @@ class DataParallel:
 
     # ---- the collectives update_policy and the loop use -----------------------------------------
 
-    def local_rows(self, chunk: torch.Tensor) -> tuple[torch.Tensor, float]:
-        """This rank's rows of a minibatch and the weight of its loss. A rank left without rows
-        runs row 0 with weight 0, so that it still enters the gradient collectives."""
-        mine = chunk[self.rank::self.world]
-        return (mine, 1.0) if mine.numel() else (chunk[:1], 0.0)
-
     def all_mean(self, values: dict[str, float]) -> dict[str, float]:
         """Mean over ranks of each value, in one all-reduce (same key order on every rank)."""
         keys = sorted(values)
         t = torch.tensor([values[k] for k in keys], dtype=torch.float64, device=self.device)
         dist.all_reduce(t)
         return {k: float(v) / self.world for k, v in zip(keys, t.tolist())}
-
-    def all_max(self, value: float) -> float:
-        t = torch.tensor([value], dtype=torch.float64, device=self.device)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        return float(t)
 
     def all_gather(self, obj: Any) -> list[Any]:
         out: list[Any] = [None] * self.world

@@ -12,7 +12,7 @@ from typing import Any
 from rlvr.config import Config, check_launch
 from rlvr.data import check_references, load_problems
 from rlvr.errors import ConfigError, UserError
-from rlvr.tasks.base import build_verifiers  # noqa: F401 - callers import it from here
+from rlvr.tasks.base import build_task, build_verifiers
 from rlvr.types import Problem
 from rlvr.verifiers.base import verifier_names
 
@@ -33,13 +33,6 @@ def set_threads(threads: int) -> None:
     import torch
 
     torch.set_num_threads(threads or default_threads())
-
-
-def build_task(cfg: Config):
-    """The `data.task` a config names, through the `rlvr.tasks.base` registry."""
-    from rlvr.tasks.base import build_task as from_registry
-
-    return from_registry(cfg)
 
 
 def build_reward_funcs(cfg: Config) -> dict[str, Any]:
