@@ -19,6 +19,14 @@ def _cmd_quickstart(args: argparse.Namespace) -> int:
     from rlvr.cli.quickstart import quickstart
     from rlvr.report.html import write_report
 
+    if args.model == "smollm2":
+        from rlvr.cli.quickstart_real import quickstart_real
+        if args.config:
+            raise UserError("--config: the real-model quickstart runs the smollm2 preset; change it "
+                              "with key=value overrides, or run `rlvr train smollm2 ...`")
+        run_dir = Path(quickstart_real(args.overrides)["run_dir"])
+        print(f"report: {write_report(run_dir)}")
+        return 0
     summary = quickstart(args.config, args.overrides, stop_accuracy=args.stop_accuracy)
     run_dir = Path(summary["run_dir"])
     if not args.no_eval:
@@ -77,7 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("quickstart", help="tiny model: SFT cold start, GRPO, before/after table")
+    p = sub.add_parser("quickstart", help="tiny model: SFT cold start, GRPO, before/after table "
+                                          "(--model smollm2: a real instruct model)")
+    p.add_argument("--model", choices=("tiny", "smollm2"), default="tiny",
+                   help="tiny: the embedded 1M-parameter model; smollm2: SmolLM2-135M-Instruct "
+                        "(needs `make real-model`)")
     p.add_argument("--config", default=None,
                    help="GRPO stage config (default: the shipped quickstart preset)")
     p.add_argument("--stop-accuracy", type=float, default=0.2,

@@ -1,7 +1,8 @@
 """Model and tokenizer loading, prompt encoding, and per-token log-probs of completions.
 
 Any `AutoModelForCausalLM` checkpoint loads from a local path (or a hub id where the user has
-network). `builtin:tiny-llama` builds the embedded default model in memory. As in TRL, prompts given
+network), a `.gguf` file or `builtin:smollm2-135m-instruct` (models/resolve.py says how each is
+found). `builtin:tiny-llama` builds the embedded default model in memory. As in TRL, prompts given
 as chat messages go through the tokenizer's chat template when it has one, and plain-text prompts
 are tokenized as they are unless `template_text` asks to wrap them as one user message first.
 Nothing here knows about GRPO.
@@ -9,7 +10,6 @@ Nothing here knows about GRPO.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Sequence
 
 import torch
@@ -42,8 +42,9 @@ def _load(path: str, dtype: str, seed: int):
         return model.to(getattr(torch, dtype)), tokenizer
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    if not Path(path).exists() and not _looks_like_hub_id(path):
-        raise UserError(f"model.path: {path} does not exist")
+    from rlvr.models.resolve import resolve_model_path
+
+    path = resolve_model_path(path)
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
         model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
@@ -52,10 +53,6 @@ def _load(path: str, dtype: str, seed: int):
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return model, tokenizer
-
-
-def _looks_like_hub_id(path: str) -> bool:
-    return path.count("/") == 1 and not path.startswith((".", "/"))
 
 
 def load_reference(policy) -> torch.nn.Module:

@@ -55,6 +55,7 @@ TaskBuilder = Callable[[Any], Task]     # built from the whole `Config`
 _NAMED: dict[str, str | TaskBuilder] = {
     "arithmetic": "rlvr.tasks.arithmetic:from_config",
     "agentic": "rlvr.agents.runtime:from_config",
+    "word_problems": "rlvr.tasks.word_problems:from_config",
 }
 _FAMILIES: dict[str, str | TaskBuilder] = {
     "reasoning_gym": "rlvr.tasks.rgym:from_config",

@@ -105,9 +105,11 @@ def logprob_parity(model, tokenizer, max_new_tokens: int = 24, seed: int = 0) ->
             "training_max_abs": training, "tokens": sum(lengths), "max_len": max(lengths)}
 
 
-def grpo_run(checkpoint: str | Path, run_dir: str | Path, steps: int = 3) -> dict:
+def grpo_run(checkpoint: str | Path, run_dir: str | Path, steps: int = 3, lr: float = 1e-3,
+             threads: int = 1, budget: int = 1) -> dict:
     """`steps` GRPO steps on `checkpoint` with a reward that varies on random text (a 1-word length
-    budget); returns steps logged, steps whose update ran, and the largest weight change."""
+    budget; a real model that writes sentences needs a larger `budget`, or every sample overruns
+    it to the floor); returns steps logged, steps whose update ran, and the largest weight change."""
     import json
 
     from safetensors.torch import load_file
@@ -121,9 +123,10 @@ def grpo_run(checkpoint: str | Path, run_dir: str | Path, steps: int = 3) -> dic
     data.write_text("".join(json.dumps({"prompt": p, "verifier": "length_budget"}) + "\n" for p in PROMPTS))
     cfg = config_mod.load(None, [
         f"model.path={checkpoint}", f"run.dir={run_dir / 'run'}", "data.task=", f"data.train_path={data}",
-        "data.verifier_options={length_budget: {budget: 1}}", f"grpo.steps={steps}", "grpo.group_size=4",
-        "grpo.prompts_per_step=3", "grpo.lr=1e-3", "rollout.max_new_tokens=24", "run.eval_every=0",
-        "run.progress=false", "run.report=false", "run.threads=1", "run.transcripts_every=0",
+        f"data.verifier_options={{length_budget: {{budget: {budget}}}}}", f"grpo.steps={steps}",
+        "grpo.group_size=4",
+        "grpo.prompts_per_step=3", f"grpo.lr={lr}", "rollout.max_new_tokens=24", "run.eval_every=0",
+        "run.progress=false", "run.report=false", f"run.threads={threads}", "run.transcripts_every=0",
         "data.heldout_size=0", "run.save_every=0", "doctor.enabled=false"])
     train(cfg)
     before = load_file(str(Path(checkpoint) / "model.safetensors"))

