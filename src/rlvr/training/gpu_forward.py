@@ -11,8 +11,9 @@ variant (`variant`: fused, the model's decoder, or its full-logit forward) once 
 
 Guaranteed: the same log-probs as the CPU path up to bf16/fp32 rounding (fused path: the same
 weights, norms, rotary tables and GQA; a padding query attends to itself only, as there). Not
-guaranteed: models whose head scales or soft-caps logits (e.g. Gemma 2's final soft-capping) are
-sent through their own full-logit forward, without the chunking.
+guaranteed: models whose head scales or soft-caps logits (e.g. Gemma 2's final soft-capping), and
+LoRA's adapters-disabled reference (a callable without `config`), are sent through their own
+full-logit forward, without the chunking.
 """
 
 from __future__ import annotations
@@ -63,15 +64,16 @@ def _plain_hidden(model, ids, mask, device, autocast: bool):
 
 
 def _scales_logits(model) -> bool:
-    cfg = model.config
+    cfg = getattr(model, "config", None)
     return bool(getattr(cfg, "final_logit_softcapping", None) or getattr(cfg, "logit_scale", None)
                 or getattr(cfg, "logits_scaling", None))
 
 
 def variant(model) -> str:
-    """`full` (own full-logit forward: the head scales or soft-caps), `fused` (Llama family) or
-    `decoder` (the model's own decoder, then the chunked head)."""
-    if _scales_logits(model):
+    """`full` (own full-logit forward: the head scales or soft-caps, or `model` is a callable
+    stand-in with no `config`, such as LoRA's adapters-disabled KL reference, whose call is all
+    there is), `fused` (Llama family) or `decoder` (the model's own decoder, then the chunked head)."""
+    if not hasattr(model, "config") or _scales_logits(model):
         return "full"
     return "fused" if fused_llama.supports(model) else "decoder"
 

@@ -1,0 +1,43 @@
+"""The GPU training forward (`training.gpu_forward`), run on the CPU where it can be: LoRA's KL
+reference (adapters disabled, a callable without `config`) goes through its own full-logit
+forward and gives the base model's log-probs, instead of failing at the first update with β > 0."""
+
+import copy
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from rlvr.models.device import Device
+from rlvr.models.policy import completion_logits, token_logprobs
+from rlvr.models.tiny import build_model
+from rlvr.training import gpu_forward
+
+torch.set_num_threads(1)
+
+
+def test_lora_reference_without_config_runs_its_own_forward():
+    pytest.importorskip("peft")
+    from rlvr.models.lora import AdaptersDisabled, apply_lora
+
+    base, _ = build_model(seed=0, hidden=32, layers=2, heads=4, mlp=64)
+    plain = copy.deepcopy(base)
+    lora = SimpleNamespace(r=4, alpha=8, dropout=0.0, target_modules=("q_proj", "v_proj"))
+    policy = apply_lora(base, lora, "builtin:tiny-llama")
+    with torch.no_grad():                      # adapters that change the output
+        for name, p in policy.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.5)
+    reference = AdaptersDisabled(policy)
+    assert not hasattr(reference, "config") and gpu_forward.variant(reference) == "full"
+    g = torch.Generator().manual_seed(0)
+    pi, ci = torch.randint(3, 20, (3, 5), generator=g), torch.randint(3, 20, (3, 4), generator=g)
+    pm, cm = torch.ones_like(pi), torch.ones_like(ci)
+    fwd = gpu_forward.build(reference, device=Device.cpu(), autocast=False)
+    with torch.no_grad():
+        logp, ent = fwd(pi, pm, ci, cm, 1.0)
+        want = token_logprobs(completion_logits(plain, pi, pm, ci, cm).float(), ci)
+        adapted = token_logprobs(completion_logits(policy, pi, pm, ci, cm).float(), ci)
+    torch.testing.assert_close(logp, want, atol=1e-5, rtol=0)
+    assert float((adapted - want).abs().max()) > 1e-3       # the adapters were really off
+    assert ent.shape == logp.shape
