@@ -41,3 +41,35 @@ def test_lora_reference_without_config_runs_its_own_forward():
     torch.testing.assert_close(logp, want, atol=1e-5, rtol=0)
     assert float((adapted - want).abs().max()) > 1e-3       # the adapters were really off
     assert ent.shape == logp.shape
+
+
+QWEN_05B = dict(hidden=896, intermediate=4864, layers=24)
+
+
+def test_gpu_micro_batch_default_fits_free_memory():
+    """`grpo.micro_batch_tokens: 0` on a GPU no longer means the whole minibatch: at the 0.5B shape
+    256 x 1.3k tokens would need hundreds of GB of activations by the same estimate."""
+    gb = 1024 ** 3
+    whole = 256 * 1300
+    per_token = (40 * 896 + 8 * 4864) * 24
+    assert whole * per_token > 300 * gb
+    budget = gpu_forward.micro_batch_budget(100 * gb, **QWEN_05B)
+    assert 1024 <= budget < whole and budget % 1024 == 0
+    assert budget * per_token <= 0.5 * 100 * gb
+    assert gpu_forward.micro_batch_budget(10 * gb, **QWEN_05B) < budget          # less memory, fewer
+    assert gpu_forward.micro_batch_budget(100 * gb, **QWEN_05B, checkpointing=True) > 4 * budget
+    assert gpu_forward.micro_batch_budget(1, **QWEN_05B) == 1024                  # never 0 (= no split)
+
+
+def test_micro_batch_tokens_zero_means_a_budget_on_a_gpu_only():
+    model, _ = build_model(seed=0, hidden=32, layers=2, heads=4, mlp=64)
+    gpu = Device(torch.device("cuda", 0))        # only its type is read: no GPU needed
+    gb = 1024 ** 3
+    assert gpu_forward.micro_batch_tokens(0, model, Device.cpu(), False) == 0
+    assert gpu_forward.micro_batch_tokens(4096, model, gpu, False, free_bytes=gb) == 4096
+    auto = gpu_forward.micro_batch_tokens(0, model, gpu, False, free_bytes=gb)
+    assert auto == gpu_forward.micro_batch_budget(gb, 32, 64, 2) > 0
+    wrapper = torch.nn.Module()
+    wrapper.module = model                       # DDP: the shape is read from the wrapped model
+    assert gpu_forward.micro_batch_tokens(0, wrapper, gpu, False, free_bytes=gb) == auto
+    assert gpu_forward.micro_batch_tokens(0, object(), gpu, False, free_bytes=gb) == 16384
