@@ -66,6 +66,19 @@ def test_two_ranks_match_one_process(tmp_path, mode, one_process_update):
     assert worst < 1e-6, worst
 
 
+def test_fsdp2_with_minibatches_and_two_passes_matches_one_process(tmp_path):
+    """μ = 2 over two minibatches: the old-log-prob forward runs without grad first, which leaves
+    FSDP2's root parameters unsharded; the update must still take the wrapped model's forward (a
+    check of the first parameter's type took the fused path: mixed DTensor/Tensor weights)."""
+    ref, out = tmp_path / "ref.pt", tmp_path / "fsdp2.pt"
+    _run([sys.executable, str(HERE / "update_worker.py"), "none", str(ref), "2", "4"])
+    _run(_torchrun(str(HERE / "update_worker.py"), "fsdp2", str(out), "2", "4"))
+    ref, got = torch.load(ref), torch.load(out)
+    assert got["loss"] == pytest.approx(ref["loss"], rel=1e-5)
+    worst = max(float((got["grads"][k] - ref["grads"][k]).abs().max()) for k in ref["grads"])
+    assert worst < 1e-6 and max(float(g.abs().max()) for g in ref["grads"].values()) > 1e-4, worst
+
+
 def _config(path: Path, run_dir: Path, model: str, body: str) -> Path:
     path.write_text(f"seed: 3\nrun: {{dir: {run_dir}, progress: false, threads: 1, report: false, "
                     f"{body}}}\nmodel: {{path: {model}}}\n")
