@@ -66,7 +66,8 @@ def main(mode: str) -> int:
     diff = max(float((grads[k] - want[k]).abs().max()) for k in want)
     scale = max(float(g.abs().max()) for g in want.values())
     if mode == "fsdp2":
-        FullCopyEngine(lambda m: HFEngine(m, tok, device=device), wrapped, dp, sampling).load_weights(wrapped, 1)
+        engine = FullCopyEngine(lambda m: HFEngine(m, tok, device=device), wrapped, dp, sampling)
+        engine.load_weights(wrapped, 1)
     backend = torch.distributed.get_backend()
     dp.close()
     # relative 1e-3: the unwrapped copy takes the fused forward, the wrapped model its own (float32)

@@ -82,7 +82,8 @@ def check_graph_decode(args, device) -> dict:
     greedy = SamplingParams(max_new_tokens=24, greedy=True)
     same, diff, held = True, 0.0, []
     for call in range(4):
-        ours, ref = graphs.decode(ids(engine, call), 2, greedy, 0), eager.decode(ids(engine, call), 2, greedy, 0)
+        ours = graphs.decode(ids(engine, call), 2, greedy, 0)
+        ref = eager.decode(ids(engine, call), 2, greedy, 0)
         same &= [r[0] for r in ours] == [r[0] for r in ref]
         diff = max(diff, worst(ours, ref))
         held.append(poison(device))
@@ -167,7 +168,8 @@ def check_decode_speed(args, device, big: Big) -> dict:
 def check_logprob_parity(args, device, big: Big) -> dict:
     from rlvr.training.update import Compute, _logp_and_entropy, build_batch
 
-    batch = build_batch(big.groups, torch.ones(len(big.groups), args.group_size), big.engine.pad_id).to(device)
+    ones = torch.ones(len(big.groups), args.group_size)
+    batch = build_batch(big.groups, ones, big.engine.pad_id).to(device)
     compute = Compute(device, vocab_limit=big.engine.vocab_limit, micro_batch_tokens=16384)
     with torch.no_grad():
         logp, _ = _logp_and_entropy(big.model, batch, 1.0, device.bf16, compute)
