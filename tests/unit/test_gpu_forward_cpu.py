@@ -62,14 +62,20 @@ def test_gpu_micro_batch_default_fits_free_memory():
 
 
 def test_micro_batch_tokens_zero_means_a_budget_on_a_gpu_only():
+    """From the device's total memory less the training state (18 B a parameter), so a resumed
+    run gets the budget of the run it resumes whatever else holds memory then."""
     model, _ = build_model(seed=0, hidden=32, layers=2, heads=4, mlp=64)
     gpu = Device(torch.device("cuda", 0))        # only its type is read: no GPU needed
     gb = 1024 ** 3
+    state = 18 * sum(p.numel() for p in model.parameters())
     assert gpu_forward.micro_batch_tokens(0, model, Device.cpu(), False) == 0
-    assert gpu_forward.micro_batch_tokens(4096, model, gpu, False, free_bytes=gb) == 4096
-    auto = gpu_forward.micro_batch_tokens(0, model, gpu, False, free_bytes=gb)
-    assert auto == gpu_forward.micro_batch_budget(gb, 32, 64, 2) > 0
+    assert gpu_forward.micro_batch_tokens(4096, model, gpu, False, total_bytes=gb) == 4096
+    auto = gpu_forward.micro_batch_tokens(0, model, gpu, False, total_bytes=gb)
+    assert auto == gpu_forward.micro_batch_budget(gb - state, 32, 64, 2) > 0
+    assert gpu_forward.micro_batch_tokens(0, model, gpu, False, total_bytes=gb) == auto   # no measuring
     wrapper = torch.nn.Module()
     wrapper.module = model                       # DDP: the shape is read from the wrapped model
-    assert gpu_forward.micro_batch_tokens(0, wrapper, gpu, False, free_bytes=gb) == auto
-    assert gpu_forward.micro_batch_tokens(0, object(), gpu, False, free_bytes=gb) == 16384
+    assert gpu_forward.micro_batch_tokens(0, wrapper, gpu, False, total_bytes=gb) == auto
+    assert gpu_forward.micro_batch_tokens(0, object(), gpu, False, total_bytes=gb) == 16384
+    big = gpu_forward.micro_batch_tokens(0, model, gpu, False, total_bytes=140 * gb)
+    assert big > auto                            # more memory, larger budget
