@@ -10,13 +10,14 @@
 #   trl     bench/gpu.py: rlvr vs TRL on the Qwen2.5-0.5B shape (rlvr's numbers even if TRL fails) 150 s
 #   pytest  pytest -m gpu tests/gpu (-v: a timed-out run still shows which tests passed)     150 s
 #   dist    bench/gpu_dist.py under torchrun, one GPU, NCCL: DDP, then FSDP2                  60 s
-# Worst case 520 s of boxes (+ a few seconds between); expected about 5 minutes on one H200.
+# Worst case 520 s of boxes (+ a few seconds between); about 5 minutes expected on one H200 (an
+# estimate: this script has not run on a GPU yet).
 # $OUT/summary.json gathers every phase's status line and headline numbers.
 #
 # On the GPU machine (device tool): carry [".whl"], command "bash bench/gpu_check.sh", timeout_s 580.
 # DRY=1: every phase on the CPU (CUDA hidden, tiny shapes, a few steps), to prove the script here;
 #   tests/unit/test_gpu_check_dry.py runs it and checks each phase's file. PHASES="micro dist" runs
-#   only those. PY: the Python to use (default python3).
+#   only those; BOX_micro=60 changes a box. PY: the Python to use (default python3).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$HERE")
@@ -87,7 +88,11 @@ run_dist() {
 
 if [ "${1:-}" = --phase ]; then "run_$2"; exit $?; fi     # one phase, inside its time box
 
-box_of() { case $1 in env) echo 40;; micro) echo 120;; trl) echo 150;; pytest) echo 150;; dist) echo 60;; esac; }
+box_of() {   # BOX_<phase>=S overrides a box
+  local over="BOX_$1"
+  [ -n "${!over:-}" ] && { echo "${!over}"; return; }
+  case $1 in env) echo 40;; micro) echo 120;; trl) echo 150;; pytest) echo 150;; dist) echo 60;; esac
+}
 
 status=0
 for name in $PHASES; do
@@ -95,7 +100,7 @@ for name in $PHASES; do
   log="$OUT/$name.log"
   echo "== $name (box ${box} s) -> $log"
   t0=$(date +%s%N)
-  timeout --kill-after=5 "$box" bash "$0" --phase "$name" >"$log" 2>&1
+  timeout --kill-after=5 "$box" bash "$HERE/gpu_check.sh" --phase "$name" >"$log" 2>&1
   rc=$?
   s=$(( ($(date +%s%N) - t0) / 1000000 ))
   timed_out=false; { [ $rc -eq 124 ] || [ $rc -eq 137 ]; } && timed_out=true

@@ -73,3 +73,14 @@ def test_gpu_tests_point_at_files_that_exist():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert Path(module.QUICKSTART).is_file(), module.QUICKSTART
+
+
+def test_a_phase_past_its_box_is_stopped_and_says_so(tmp_path):
+    env = {**os.environ, "DRY": "1", "OUT": str(tmp_path), "PY": sys.executable, "PHASES": "micro",
+           "BOX_micro": "1"}
+    done = subprocess.run(["bash", str(ROOT / "bench" / "gpu_check.sh")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    status = _json_lines(tmp_path / "micro.log")[-1]
+    assert status["phase"] == "micro" and status["timed_out"] is True and status["rc"] == 124, status
+    assert json.loads((tmp_path / "summary.json").read_text())["micro"]["status"] == status
