@@ -2,7 +2,9 @@
 
 - DDP and FSDP2 give the loss and the (clipped) gradients of one process on the same batch, with
   ranks holding unequal token counts (tolerance: 1e-6 absolute on gradients of norm 0.05, 1e-5
-  relative on the loss; measured 1.4e-9 and 3.5e-7).
+  relative on the loss; measured 1.4e-9 and 3.5e-7). FSDP2 also with μ = 2 over two minibatches,
+  where the no-grad old-log-prob forward leaves the root's parameters unsharded (once a crash:
+  the fused path on mixed DTensor/Tensor weights).
 - Each rank's share of the groups (problems r, r + 2, ...) is exactly what a one-process HFEngine
   samples on that share with the rank's seed (`rank_seed(seed, r)`), tokens and behaviour log-probs
   bitwise; the weights after one SGD update (lr 1) on those groups are the one-process update's
