@@ -21,7 +21,10 @@ the same driver as the CPU engine (`rlvr.rollout.decode.drive`). The finished-ro
 `decode.Samples` on both paths.
 
 Recorded log-probs mean what they mean in `hf.py` (after temperature, before top-p). Guaranteed:
-the same seed, weights and batch give the same samples on the same GPU and software versions.
+the same seed, weights and batch give the same samples on the same GPU and software versions;
+every tensor a captured graph reads (KV cache, per-step state, rotary tables) belongs to its plan
+and the fused weights to the decoder, for as long as the graph exists; a capture may run in a
+background thread while another thread allocates (asynchronous rollouts).
 Not guaranteed: the same samples as the CPU engine for a seed (different random streams), or
 bit-equal logits to the CPU path (bf16 kernels differ). With `use_graphs=False` (and on a CPU,
 where the unit tests run it) the same step runs eagerly.
