@@ -15,6 +15,8 @@ vLLM). Interleaved: TRL step k, then rlvr step k on the same prompts, so both se
 
 Prints per-phase times, decode tokens/s, update tokens/s, peak memory, and last a JSON line with
 `ratio` = rlvr completion tokens/s ÷ TRL completion tokens/s (medians after `--warmup` steps).
+If TRL is missing or fails (its import, its trainer, `datasets`), rlvr runs the remaining steps
+alone and the JSON line still holds rlvr's numbers, with `ratio` null and `trl_error` set.
 """
 
 from __future__ import annotations
@@ -200,10 +202,6 @@ def _median(rows: list[dict], key: str, warmup: int) -> float:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    try:
-        import trl  # noqa: F401
-    except ImportError:
-        sys.exit("bench/gpu.py needs TRL (pip install trl==1.16.0; bench/gpu_prep.sh packs it for the GPU machine)")
     from rlvr.models.device import Device
     from rlvr.models.quiet import quiet_transformers
 
@@ -221,22 +219,30 @@ def main(argv=None) -> int:
     rlvr_rows: list[dict] = []
     trl_times: list[tuple[float, float | None]] = []
 
-    def after_trl_step(k: int) -> None:
+    def rlvr_step(k: int) -> None:
         row = rlvr.step(prompts[k * args.prompts:(k + 1) * args.prompts], k)
         rlvr_rows.append(row)
-        print(f"step {k}: TRL {trl_times[-1][0]:.2f} s | rlvr {row['step_s']:.2f} s (generate "
+        trl = f"TRL {trl_times[k][0]:.2f} s | " if k < len(trl_times) else ""
+        print(f"step {k}: {trl}rlvr {row['step_s']:.2f} s (generate "
               f"{row['generate_s']:.2f}, reward {row['reward_s']:.3f}, update {row['update_s']:.2f}) "
               f"decode {row['decode_tok_s']:,.0f} tok/s, update {row['update_tok_s']:,.0f} tok/s, "
               f"reward {row['reward']:.3f}", flush=True)
 
-    trainer = trl_trainer(base.to(device.torch), tokenizer, prompts, args, device, trl_times, after_trl_step)
-    trainer.train()
-    return report(args, trainer, trl_times, rlvr_rows, device)
+    trainer, trl_error = None, None
+    try:                          # TRL step k, then (in its callback) rlvr step k
+        trainer = trl_trainer(base.to(device.torch), tokenizer, prompts, args, device, trl_times, rlvr_step)
+        trainer.train()
+    except Exception as exc:      # rlvr's numbers do not depend on TRL or `datasets` working
+        trl_error = f"{type(exc).__name__}: {exc}"[:500]
+        print(f"TRL failed ({trl_error}); rlvr runs the remaining steps alone", flush=True)
+    for k in range(len(rlvr_rows), args.steps):
+        rlvr_step(k)
+    return report(args, trainer if trl_error is None else None, trl_times, rlvr_rows, device, trl_error)
 
 
-def report(args, trainer, trl_times, rlvr_rows, device) -> int:
+def report(args, trainer, trl_times, rlvr_rows, device, trl_error: str | None = None) -> int:
     batch = args.prompts * args.group_size
-    logs = [r for r in trainer.state.log_history if "completions/mean_length" in r]
+    logs = [r for r in trainer.state.log_history if "completions/mean_length" in r] if trainer else []
     trl_tokens = [r["completions/mean_length"] * batch for r in logs]
     trl_rows = [{"step_s": s, "peak_gb": m, "tok_s": t / s, "reward": r.get("reward")}
                 for (s, m), t, r in zip(trl_times, trl_tokens, logs)]
@@ -255,17 +261,22 @@ def report(args, trainer, trl_times, rlvr_rows, device) -> int:
         import resource
         print(f"peak memory (CPU, max RSS of the process, both trainers): "
               f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6:.2f} GB")
-    ratio = summary["rlvr"]["tok_s"] / summary["trl"]["tok_s"]
-    print(json.dumps({"ratio": round(ratio, 3), "device": str(device.torch), "tiny": args.tiny,
+    ratio = summary["rlvr"]["tok_s"] / summary["trl"]["tok_s"] if trl_rows else float("nan")
+    print(json.dumps({"phase": "trl", "ratio": _finite(ratio),
+                      "trl_error": trl_error, "device": str(device.torch), "tiny": args.tiny,
                       "steps": args.steps, "warmup": args.warmup, "batch": batch,
                       "max_new_tokens": args.max_new_tokens,
                       "rlvr_decode_tok_s": round(summary["rlvr"]["decode_tok_s"]),
                       "rlvr_update_tok_s": round(summary["rlvr"]["update_tok_s"]),
                       "rlvr_s_per_step": round(summary["rlvr"]["step_s"], 3),
-                      "trl_s_per_step": round(summary["trl"]["step_s"], 3),
+                      "trl_s_per_step": _finite(summary["trl"]["step_s"]),
                       "rlvr_peak_gb": summary["rlvr"]["peak_gb"] if device.is_cuda else None,
                       "trl_peak_gb": summary["trl"]["peak_gb"] if device.is_cuda else None}))
-    return 0
+    return 1 if trl_error else 0      # rlvr's numbers are above either way
+
+
+def _finite(x: float, digits: int = 3) -> float | None:
+    return round(x, digits) if x == x else None    # NaN (no TRL steps): null in the JSON line
 
 
 if __name__ == "__main__":

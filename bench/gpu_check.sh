@@ -1,24 +1,132 @@
 #!/usr/bin/env bash
-# The whole GPU check as ONE command on the GPU machine (about 8 minutes on one H200):
-#   1. install the wheels packed by bench/gpu_prep.sh (.whl/) into /tmp/site
-#   2. bench/gpu.py: TRL GRPOTrainer vs rlvr, Qwen2.5-0.5B shape, 16 x 8 x 256 tokens, bf16
-#   3. pytest -m gpu: engine/trainer log-prob parity, learning, exact resume, rlvr sft / eval
-#   4. hook for issue 14's torchrun NCCL checks: bench/gpu_dist_check.sh, when it exists
-# For the device tool:  carry [".whl"], command "bash bench/gpu_check.sh", timeout_s 560.
-# Logs go to $OUT (or runs/gpu_check) so that they come back even when a step times out.
+# The one-shot GPU check, as phases: each has its own time box and its own file $OUT/<phase>.log,
+# useful alone (a phase that fails or runs out of time leaves the others' numbers), and ends with
+# a status line {"phase": ..., "rc": ..., "s": ..., "box_s": ..., "timed_out": ...}.
+#   env     GPU, clocks, driver, library versions; installs the wheels of bench/gpu_prep.sh    40 s
+#   micro   bench/gpu_micro.py: rlvr's own GPU paths, no TRL (graph decode = eager after
+#           poisoned frees, decode tok/s first call vs replay, engine vs trainer log-probs,
+#           update tok/s + peak memory at the default and an explicit micro-batch budget,
+#           capture in a thread)                                                            120 s
+#   trl     bench/gpu.py: rlvr vs TRL on the Qwen2.5-0.5B shape (rlvr's numbers even if TRL fails) 150 s
+#   pytest  pytest -m gpu tests/gpu (-v: a timed-out run still shows which tests passed)     150 s
+#   dist    bench/gpu_dist.py under torchrun, one GPU, NCCL: DDP, then FSDP2                  60 s
+# Worst case 520 s of boxes (+ a few seconds between); about 5 minutes expected on one H200 (an
+# estimate: this script has not run on a GPU yet).
+# $OUT/summary.json gathers every phase's status line and headline numbers.
+#
+# On the GPU machine (device tool): carry [".whl"], command "bash bench/gpu_check.sh", timeout_s 580.
+# DRY=1: every phase on the CPU (CUDA hidden, tiny shapes, a few steps), to prove the script here;
+#   tests/unit/test_gpu_check_dry.py runs it and checks each phase's file. PHASES="micro dist" runs
+#   only those; BOX_micro=60 changes a box. PY: the Python to use (default python3).
 set -uo pipefail
-OUT=${OUT:-runs/gpu_check}
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(dirname "$HERE")
+OUT=${OUT:-$ROOT/runs/gpu_check}
+DRY=${DRY:-0}
+PY=${PY:-python3}
+PHASES=${PHASES:-env micro trl pytest dist}
+WHEEL_LIMIT_BYTES=$((10 * 1024 * 1024))
 mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 3
-export PYTHONPATH=$PWD/src:/tmp/site PATH=/tmp/site/bin:$PATH
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
-python3 -c 'import torch, transformers, trl; print("torch", torch.__version__, "transformers", transformers.__version__, "trl", trl.__version__)'
-status=0
-timeout 300 python3 bench/gpu.py --steps 5 2>&1 | tee "$OUT/bench.log" || status=1
-timeout 200 python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider 2>&1 | tee "$OUT/pytest.log" || status=1
-if [ -x bench/gpu_dist_check.sh ]; then
-  timeout 120 bash bench/gpu_dist_check.sh 2>&1 | tee "$OUT/dist.log" || status=1
+cd "$ROOT" || exit 3
+export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false OUT DRY PY
+if [ "$DRY" = 1 ]; then
+  export CUDA_VISIBLE_DEVICES="" GLOO_SOCKET_IFNAME=lo OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+  TINY=(--tiny) TRL_STEPS=2
+else
+  TINY=() TRL_STEPS=5
 fi
-tail -n 1 "$OUT/bench.log"
+export PYTHONPATH=$ROOT/src:/tmp/site${PYTHONPATH:+:$PYTHONPATH} PATH=/tmp/site/bin:$PATH
+
+install_wheels() {
+  if [ "$DRY" = 1 ]; then echo "DRY=1: no wheels installed (this environment's packages)"; return 0; fi
+  [ -d .whl ] || { echo "no .whl/ (run bash bench/gpu_prep.sh here first): TRL and rlvr's extras missing"; return 1; }
+  local bytes
+  bytes=$(du -sb .whl | cut -f1)
+  echo "wheels: $(ls .whl | wc -l) files, $bytes bytes (limit $WHEEL_LIMIT_BYTES)"
+  [ "$bytes" -le "$WHEEL_LIMIT_BYTES" ] || { echo "wheels over the limit"; return 1; }
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+}
+
+run_env() {
+  local rc=0
+  install_wheels || rc=1
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit,temperature.gpu \
+      --format=csv || rc=1
+  else
+    echo "nvidia-smi: not found"
+  fi
+  "$PY" - <<'EOF' || rc=1
+import importlib, json, platform
+out = {"python": platform.python_version()}
+for name in ("torch", "transformers", "accelerate", "peft", "trl", "datasets", "tokenizers", "rlvr"):
+    try:
+        out[name] = getattr(importlib.import_module(name), "__version__", "?")
+    except Exception as exc:
+        out[name] = f"missing ({type(exc).__name__})"
+import torch
+out["cuda"] = torch.version.cuda
+out["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+if out["gpus"]:
+    free, total = torch.cuda.mem_get_info(0)
+    out["free_gib"], out["total_gib"] = round(free / 2**30, 1), round(total / 2**30, 1)
+print(json.dumps(out))
+EOF
+  return $rc
+}
+
+run_micro() { "$PY" bench/gpu_micro.py "${TINY[@]}"; }
+run_trl() { "$PY" bench/gpu.py "${TINY[@]}" --steps "$TRL_STEPS"; }
+run_pytest() { "$PY" -m pytest -v -m gpu tests/gpu -p no:cacheprovider -rs; }
+run_dist() {
+  local rc=0 mode
+  for mode in ddp fsdp2; do
+    "$PY" -m torch.distributed.run --standalone --nproc_per_node=1 bench/gpu_dist.py "$mode" || rc=1
+  done
+  return $rc
+}
+
+if [ "${1:-}" = --phase ]; then "run_$2"; exit $?; fi     # one phase, inside its time box
+
+box_of() {   # BOX_<phase>=S overrides a box
+  local over="BOX_$1"
+  [ -n "${!over:-}" ] && { echo "${!over}"; return; }
+  case $1 in env) echo 40;; micro) echo 120;; trl) echo 150;; pytest) echo 150;; dist) echo 60;; esac
+}
+
+status=0
+for name in $PHASES; do
+  box=$(box_of "$name")
+  log="$OUT/$name.log"
+  echo "== $name (box ${box} s) -> $log"
+  t0=$(date +%s%N)
+  timeout --kill-after=5 "$box" bash "$HERE/gpu_check.sh" --phase "$name" >"$log" 2>&1
+  rc=$?
+  s=$(( ($(date +%s%N) - t0) / 1000000 ))
+  timed_out=false; { [ $rc -eq 124 ] || [ $rc -eq 137 ]; } && timed_out=true
+  printf '{"phase": "%s", "rc": %d, "s": %d.%03d, "box_s": %d, "timed_out": %s, "dry": %s}\n' \
+    "$name" "$rc" $((s / 1000)) $((s % 1000)) "$box" "$timed_out" "$([ "$DRY" = 1 ] && echo true || echo false)" >>"$log"
+  tail -n 4 "$log"
+  [ $rc -eq 0 ] || status=1
+done
+
+"$PY" - "$OUT" $PHASES <<'EOF'
+import json, sys
+from pathlib import Path
+out, phases = Path(sys.argv[1]), sys.argv[2:]
+summary = {}
+for name in phases:
+    lines = []
+    for line in (out / f"{name}.log").read_text(errors="replace").splitlines():
+        try:
+            lines.append(json.loads(line))
+        except ValueError:
+            continue
+    lines = [x for x in lines if isinstance(x, dict)]
+    status = lines[-1] if lines and lines[-1].get("phase") == name and "rc" in lines[-1] else {}
+    summary[name] = {"status": status, "results": [x for x in lines[:-1] if "check" in x or "phase" in x]}
+(out / "summary.json").write_text(json.dumps(summary, indent=1))
+for name, s in summary.items():
+    print(name, json.dumps(s["status"]))
+EOF
 exit $status

@@ -2,7 +2,9 @@
 
 - DDP and FSDP2 give the loss and the (clipped) gradients of one process on the same batch, with
   ranks holding unequal token counts (tolerance: 1e-6 absolute on gradients of norm 0.05, 1e-5
-  relative on the loss; measured 1.4e-9 and 3.5e-7).
+  relative on the loss; measured 1.4e-9 and 3.5e-7). FSDP2 also with μ = 2 over two minibatches,
+  where the no-grad old-log-prob forward leaves the root's parameters unsharded (once a crash:
+  the fused path on mixed DTensor/Tensor weights).
 - Each rank's share of the groups (problems r, r + 2, ...) is exactly what a one-process HFEngine
   samples on that share with the rank's seed (`rank_seed(seed, r)`), tokens and behaviour log-probs
   bitwise; the weights after one SGD update (lr 1) on those groups are the one-process update's
@@ -64,6 +66,19 @@ def test_two_ranks_match_one_process(tmp_path, mode, one_process_update):
     assert got["grad_norm"] == pytest.approx(ref["grad_norm"], rel=1e-5)
     worst = max(float((got["grads"][k] - ref["grads"][k]).abs().max()) for k in ref["grads"])
     assert worst < 1e-6, worst
+
+
+def test_fsdp2_with_minibatches_and_two_passes_matches_one_process(tmp_path):
+    """μ = 2 over two minibatches: the old-log-prob forward runs without grad first, which leaves
+    FSDP2's root parameters unsharded; the update must still take the wrapped model's forward (a
+    check of the first parameter's type took the fused path: mixed DTensor/Tensor weights)."""
+    ref, out = tmp_path / "ref.pt", tmp_path / "fsdp2.pt"
+    _run([sys.executable, str(HERE / "update_worker.py"), "none", str(ref), "2", "4"])
+    _run(_torchrun(str(HERE / "update_worker.py"), "fsdp2", str(out), "2", "4"))
+    ref, got = torch.load(ref), torch.load(out)
+    assert got["loss"] == pytest.approx(ref["loss"], rel=1e-5)
+    worst = max(float((got["grads"][k] - ref["grads"][k]).abs().max()) for k in ref["grads"])
+    assert worst < 1e-6 and max(float(g.abs().max()) for g in ref["grads"].values()) > 1e-4, worst
 
 
 def _config(path: Path, run_dir: Path, model: str, body: str) -> Path:

@@ -1,8 +1,9 @@
 """One GRPO update on a fixed batch, run as one process or under torchrun (DDP or FSDP2).
 
-Usage: python update_worker.py MODE OUT   (MODE: none | ddp | fsdp2). Rank 0 writes the loss,
-grad norm and full (unsharded) gradients to OUT; SGD with lr 0 leaves the weights unchanged, so
-the gradients left on the parameters are the update's, after clipping.
+Usage: python update_worker.py MODE OUT [MU MINIBATCH]   (MODE: none | ddp | fsdp2; MU passes over
+minibatches of MINIBATCH rows, default 1 and 0 = the whole batch). Rank 0 writes the loss, grad
+norm and full (unsharded) gradients to OUT; SGD with lr 0 leaves the weights unchanged, so the
+gradients left on the parameters are the last optimizer step's, after clipping.
 """
 
 import sys
@@ -29,7 +30,7 @@ def fixed_batch(vocab: int) -> Batch:
                  torch.zeros(rows, tc))
 
 
-def main(mode: str, out: str) -> None:
+def main(mode: str, out: str, mu: int = 1, minibatch: int = 0) -> None:
     torch.manual_seed(0)
     model, _ = load_policy("builtin:tiny-llama", seed=0)
     dp = None
@@ -41,7 +42,8 @@ def main(mode: str, out: str) -> None:
     spec = LossSpec(kl_fn=KL_ESTIMATORS["k3"], agg_fn=AGGREGATIONS["token-mean"], agg_counts_tokens=True,
                     eps_low=0.2, eps_high=0.2, dual_clip=0.0, beta=0.0, entropy_coef=0.0, temperature=1.0)
     batch = fixed_batch(model.config.vocab_size)
-    stats = update_policy(train_model, optimizer, batch, spec, grad_clip=0.05, dp=dp)
+    stats = update_policy(train_model, optimizer, batch, spec, grad_clip=0.05, dp=dp, mu=mu,
+                          minibatch_size=minibatch, generator=torch.Generator().manual_seed(5))
     grads = {}
     for name, p in train_model.named_parameters():
         grad = p.grad.full_tensor() if hasattr(p.grad, "full_tensor") else p.grad
@@ -53,4 +55,4 @@ def main(mode: str, out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], *map(int, sys.argv[3:5]))

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 pytestmark = pytest.mark.gpu
-QUICKSTART = str(Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml")
+QUICKSTART = str(Path(__file__).resolve().parents[2] / "src" / "rlvr" / "configs" / "quickstart.yaml")
 
 
 def _engine_vs_trainer(bf16: bool, vocab_pad: int = 0):

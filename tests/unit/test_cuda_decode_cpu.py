@@ -108,3 +108,48 @@ def test_padded_vocabulary_ids_are_never_sampled(tiny):
             model.lm_head.weight[limit:] = saved
     assert all(t < limit for r in rows for t in r[0])
     assert any(t >= limit for r in rows_unmasked for t in r[0])   # the mask is what stops them
+
+
+def _owned(decoder) -> set[int]:
+    """Storage addresses of every tensor the decoder's plans hold (what stays alive with them)."""
+    seen: set[int] = set()
+    for st, _ in decoder.plans.values():
+        for value in [*vars(st).values(), *vars(st.samples).values()]:
+            for t in value if isinstance(value, list) else [value]:
+                if isinstance(t, torch.Tensor):
+                    seen.add(t.untyped_storage().data_ptr())
+    return seen
+
+
+def test_tensors_the_step_reads_are_owned_by_the_plan(tiny, monkeypatch):
+    """A CUDA graph replays raw addresses: a tensor it reads that only the first call held is freed
+    memory from the second call on. On the CPU, emulate that: after each decode, poison every rotary
+    table handed out that the plans do not own; a second decode must still equal a fresh decoder's."""
+    from rlvr.models import fused_llama
+
+    model, tokenizer = tiny
+    engine = HFEngine(model, tokenizer)
+    params = SamplingParams(max_new_tokens=12, greedy=True)
+    handed: list[torch.Tensor] = []
+    table = fused_llama.Weights.rope_table
+
+    def recording(self, length):
+        cos, sin = table(self, length)
+        handed.extend([cos, sin])
+        return cos, sin
+
+    monkeypatch.setattr(fused_llama.Weights, "rope_table", recording)
+    dec = _decoder(engine)
+    prompts = _prompts(engine)
+    for call in range(3):
+        ours = dec.decode(prompts[call:] + prompts[:call], 2, params, seed=0)
+        ref = _decoder(engine).decode(prompts[call:] + prompts[:call], 2, params, seed=0)
+        assert [r[0] for r in ours] == [r[0] for r in ref], call
+        for (_, a, _), (_, b, _) in zip(ours, ref):
+            torch.testing.assert_close(torch.tensor(a), torch.tensor(b), atol=1e-5, rtol=0)
+        owned = _owned(dec)
+        with torch.inference_mode():
+            for t in handed:        # what the allocator may hand to someone else now
+                if t.untyped_storage().data_ptr() not in owned:
+                    t.fill_(float("nan"))
+    assert len(dec.plans) == 1                          # one plan, replayed by the later calls

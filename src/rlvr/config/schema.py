@@ -139,8 +139,9 @@ class GRPOConfig:
     mu: int = at_least(1, "an integer >= 1", 1)                 # optimisation passes per batch
     minibatch_size: int = at_least(0, "an integer >= 0", 0)     # sequences per minibatch (0: whole batch)
     skip_zero_advantage: bool = True                            # no backward for groups with zero advantage
-    # max padded tokens per forward/backward
-    micro_batch_tokens: int = at_least(0, "an integer >= 0 (0: whole minibatch)", 0)
+    # max padded tokens per forward/backward; 0: the whole minibatch on a CPU, on a GPU a budget
+    # from its memory and the model's size (training.gpu_forward.micro_batch_tokens)
+    micro_batch_tokens: int = at_least(0, "an integer >= 0 (0: whole minibatch / GPU: from its memory)", 0)
     # importance weights π_old/μ (rollout vs trainer)
     is_correction: Literal["none", "token", "sequence"] = "none"
     is_mode: Literal["truncate", "mask"] = "truncate"   # weights above is_cap: cut to is_cap, or zeroed

@@ -21,7 +21,10 @@ the same driver as the CPU engine (`rlvr.rollout.decode.drive`). The finished-ro
 `decode.Samples` on both paths.
 
 Recorded log-probs mean what they mean in `hf.py` (after temperature, before top-p). Guaranteed:
-the same seed, weights and batch give the same samples on the same GPU and software versions.
+the same seed, weights and batch give the same samples on the same GPU and software versions;
+every tensor a captured graph reads (KV cache, per-step state, rotary tables) belongs to its plan
+and the fused weights to the decoder, for as long as the graph exists; a capture may run in a
+background thread while another thread allocates (asynchronous rollouts).
 Not guaranteed: the same samples as the CPU engine for a seed (different random streams), or
 bit-equal logits to the CPU path (bf16 kernels differ). With `use_graphs=False` (and on a CPU,
 where the unit tests run it) the same step runs eagerly.
@@ -43,9 +46,13 @@ from rlvr.rollout.sampling import sample_on_device
 
 
 class _State:
-    """Every tensor a decode step reads or writes, allocated once per (rows, S, max_new)."""
+    """Every tensor a decode step reads or writes, allocated once per (rows, S, max_new), and
+    owned here for as long as the plan (and its captured graphs) lives: a graph replays raw
+    addresses, so a tensor it reads that nothing else holds is freed memory on the next call. That
+    includes the rotary tables (`cos`, `sin` [S, D]), built once for the plan, not per call."""
 
     def __init__(self, w, rows: int, slots: int, max_new: int, dev, pad_id: int, eos: list[int]):
+        self.cos, self.sin = w.rope_table(slots)
         shape = (rows, w.kv_heads, slots, w.head_dim)
         self.k = [torch.zeros(shape, dtype=w.dtype, device=dev) for _ in w.layers]
         self.v = [torch.zeros(shape, dtype=w.dtype, device=dev) for _ in w.layers]
@@ -107,10 +114,10 @@ class GraphDecoder:
             sizes.append(sizes[-1] // 2)
         return sizes
 
-    def _step(self, st: _State, b: int, cos: torch.Tensor, sin: torch.Tensor,
-              params: SamplingParams) -> None:
-        """One decode step for the first b slots, reading and writing only `st`'s tensors."""
-        w, nk, hd = self.w, self.w.kv_heads, self.w.head_dim
+    def _step(self, st: _State, b: int, params: SamplingParams) -> None:
+        """One decode step for the first b slots, reading and writing only `st`'s tensors (and
+        the fused weights, which `refresh` updates in place)."""
+        w, nk, hd, cos, sin = self.w, self.w.kv_heads, self.w.head_dim, st.cos, st.sin
         keymask = st.keymask[:b]
         keymask.index_fill_(1, st.slot, True)
         pos = st.pos[:b]
@@ -133,18 +140,18 @@ class GraphDecoder:
             logits[:, self.vocab_limit:] = float("-inf")
         return logits
 
-    def _plan(self, rows: int, slots: int, max_new: int, params: SamplingParams, cos, sin):
+    def _plan(self, rows: int, slots: int, max_new: int, params: SamplingParams):
         key = (rows, slots, max_new, params)
         if key not in self.plans:
             st = _State(self.w, rows, slots, max_new, self.device.torch, self.pad_id, self.eos)
-            steps = {b: self._capture(st, b, cos, sin, params) for b in self.buckets(rows)}
+            steps = {b: self._capture(st, b, params) for b in self.buckets(rows)}
             if len(self.plans) >= 4:          # caches and graph pools are large: keep a few
                 self.plans.pop(next(iter(self.plans)))
             self.plans[key] = (st, steps)
         return self.plans[key]
 
-    def _capture(self, st: _State, b: int, cos, sin, params):
-        run = lambda: self._step(st, b, cos, sin, params)  # noqa: E731
+    def _capture(self, st: _State, b: int, params):
+        run = lambda: self._step(st, b, params)  # noqa: E731
         if not self.use_graphs:
             return run
         stream = torch.cuda.Stream(self.device.torch)
@@ -158,7 +165,9 @@ class GraphDecoder:
         st.slot.zero_()
         st.tcol.zero_()
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self.pool):
+        # thread_local: with asynchronous rollouts this runs in a background thread while the
+        # trainer thread allocates; the default ("global") mode fails such a capture.
+        with torch.cuda.graph(graph, pool=self.pool, capture_error_mode="thread_local"):
             run()
         return graph.replay
 
@@ -169,10 +178,9 @@ class GraphDecoder:
         tp, max_new, rows = ids.shape[1], params.max_new_tokens, ids.shape[0] * n
         slots = -(-(tp + max_new) // 64) * 64
         self.refresh()
-        cos, sin = self.w.rope_table(slots)
-        st, steps = self._plan(rows, slots, max_new, params, cos, sin)
+        st, steps = self._plan(rows, slots, max_new, params)
         with self.device.seeded(seed):
-            first = self._prefill(st, ids.to(dev), mask.to(dev), n, cos, sin)
+            first = self._prefill(st, ids.to(dev), mask.to(dev), n)
             st.samples.reset()
             st.rows.copy_(torch.arange(rows, device=dev))
             st.tcol.zero_()
@@ -181,7 +189,7 @@ class GraphDecoder:
             self._loop(st, steps, rows, max_new)
         return st.samples.rows(rows)
 
-    def _prefill(self, st: _State, ids, mask, n: int, cos, sin) -> torch.Tensor:
+    def _prefill(self, st: _State, ids, mask, n: int) -> torch.Tensor:
         """Prompt keys/values into cache slots [0, Tp) of all rows (each prompt encoded once)."""
         tp = ids.shape[1]
         pos = positions(mask)
@@ -192,8 +200,8 @@ class GraphDecoder:
             st.v[i][:, :, :tp] = v.repeat_interleave(n, 0)
             return fused_llama.eager_attention(q, k, v, allowed)
 
-        h = fused_llama.run_layers(self.w, F.embedding(ids, self.w.embed).float(), cos[pos][:, None],
-                                   sin[pos][:, None], attend)
+        h = fused_llama.run_layers(self.w, F.embedding(ids, self.w.embed).float(), st.cos[pos][:, None],
+                                   st.sin[pos][:, None], attend)
         st.keymask.zero_()
         st.keymask[:, :tp] = mask.bool().repeat_interleave(n, 0)
         st.pos.copy_(pos[:, -1].repeat_interleave(n))   # record() advances it to the new token's
@@ -218,8 +226,18 @@ def hf_decode(engine, prompts: list[list[int]], n: int, params: SamplingParams,
     """Any causal LM on the device: its own forward and cache (finished rows keep computing; the
     host looks at the finished flags every 8 steps)."""
     backend = ModelBackend(engine.model, engine.device, engine.autocast_bf16, engine.vocab_limit)
+    gen = on_device(gen, engine.device)
     with torch.inference_mode():
         return drive(backend, prompts, n, params, gen, engine.pad_id, engine.eos_ids, check_every=8)
+
+
+def on_device(gen: torch.Generator, device) -> torch.Generator:
+    """`gen` when it draws on `device`; else a generator there, seeded by one draw from `gen` (the
+    episode loop hands `continue_ids` a host generator, and `torch.multinomial` on GPU
+    probabilities refuses one)."""
+    if gen.device == device.torch:
+        return gen
+    return device.generator(int(torch.randint(2**62, (1,), generator=gen, device=gen.device)))
 
 
 def build(engine):

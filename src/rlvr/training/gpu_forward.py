@@ -11,8 +11,9 @@ variant (`variant`: fused, the model's decoder, or its full-logit forward) once 
 
 Guaranteed: the same log-probs as the CPU path up to bf16/fp32 rounding (fused path: the same
 weights, norms, rotary tables and GQA; a padding query attends to itself only, as there). Not
-guaranteed: models whose head scales or soft-caps logits (e.g. Gemma 2's final soft-capping) are
-sent through their own full-logit forward, without the chunking.
+guaranteed: models whose head scales or soft-caps logits (e.g. Gemma 2's final soft-capping), and
+LoRA's adapters-disabled reference (a callable without `config`), are sent through their own
+full-logit forward, without the chunking.
 """
 
 from __future__ import annotations
@@ -26,6 +27,51 @@ from torch.utils.checkpoint import checkpoint
 
 from rlvr.models import fused_llama
 from rlvr.training.chunked import logprob_entropy
+
+
+# `grpo.micro_batch_tokens: 0` on a GPU: a budget from the device's total memory less an estimate
+# of the training state (not the free memory at the start: a resumed run, and every rank, must get
+# the same budget, or the micro-batch sums change and resume is no longer exact).
+# Training state per parameter: float32 weight, gradient and two AdamW moments, a bf16 copy (18 B).
+# Activations autograd keeps per token and layer on the fused path (bf16 matrices, float32
+# residual stream), counted from the tensors `fused_llama.run_layers` saves: about 34·d + 8·m + 12·kv
+# bytes; rounded up to 40·d + 8·m. With per-layer checkpointing: the float32 layer input (4·d) per
+# layer plus one layer recomputed. Half of what is left goes to activations; the other half covers
+# the reference model, the decode's KV cache, the chunked LM head and fragmentation. An estimate,
+# not a measurement (on a GPU, bench/gpu_micro.py prints the peak memory it gives).
+MICRO_BATCH_MEMORY_SHARE = 0.5
+MICRO_BATCH_STATE_BYTES_PER_PARAM = 18
+MICRO_BATCH_MIN_TOKENS = 1024
+MICRO_BATCH_FALLBACK_TOKENS = 16384     # a model without a readable shape (no `config`)
+
+
+def micro_batch_budget(memory_bytes: int, hidden: int, intermediate: int, layers: int,
+                       checkpointing: bool = False) -> int:
+    """Padded tokens per forward/backward whose activations fit `MICRO_BATCH_MEMORY_SHARE` of
+    `memory_bytes`, a multiple of 1024, at least `MICRO_BATCH_MIN_TOKENS`."""
+    per_layer = 40 * hidden + 8 * intermediate
+    per_token = 4 * hidden * layers + per_layer if checkpointing else per_layer * layers
+    tokens = int(MICRO_BATCH_MEMORY_SHARE * memory_bytes) // per_token
+    return max(MICRO_BATCH_MIN_TOKENS, tokens // 1024 * 1024)
+
+
+def micro_batch_tokens(requested: int, model, device, checkpointing: bool,
+                       total_bytes: int | None = None) -> int:
+    """`requested` when set (> 0) or on a CPU (0: the whole minibatch, as always); on a GPU, 0
+    means `micro_batch_budget` of the device's total memory (`total_bytes`: read when None) less
+    the model's training state."""
+    if requested > 0 or not device.is_cuda:
+        return requested
+    inner = getattr(model, "module", model)
+    cfg = getattr(inner, "config", None)
+    hidden, inter, layers = (getattr(cfg, k, None) for k in ("hidden_size", "intermediate_size",
+                                                                "num_hidden_layers"))
+    if not (isinstance(hidden, int) and isinstance(inter, int) and isinstance(layers, int)):
+        return MICRO_BATCH_FALLBACK_TOKENS
+    if total_bytes is None:
+        total_bytes = torch.cuda.get_device_properties(device.torch).total_memory
+    state = MICRO_BATCH_STATE_BYTES_PER_PARAM * sum(p.numel() for p in inner.parameters())
+    return micro_batch_budget(max(0, total_bytes - state), hidden, inter, layers, checkpointing)
 
 
 def sdpa_attention(q, k, v, allowed):
@@ -63,15 +109,16 @@ def _plain_hidden(model, ids, mask, device, autocast: bool):
 
 
 def _scales_logits(model) -> bool:
-    cfg = model.config
+    cfg = getattr(model, "config", None)
     return bool(getattr(cfg, "final_logit_softcapping", None) or getattr(cfg, "logit_scale", None)
                 or getattr(cfg, "logits_scaling", None))
 
 
 def variant(model) -> str:
-    """`full` (own full-logit forward: the head scales or soft-caps), `fused` (Llama family) or
-    `decoder` (the model's own decoder, then the chunked head)."""
-    if _scales_logits(model):
+    """`full` (own full-logit forward: the head scales or soft-caps, or `model` is a callable
+    stand-in with no `config`, such as LoRA's adapters-disabled KL reference, whose call is all
+    there is), `fused` (Llama family) or `decoder` (the model's own decoder, then the chunked head)."""
+    if not hasattr(model, "config") or _scales_logits(model):
         return "full"
     return "fused" if fused_llama.supports(model) else "decoder"
 

@@ -29,7 +29,7 @@ from rlvr.algo.kl import KL_ESTIMATORS
 from rlvr.algo.losses import AGGREGATIONS
 from rlvr.algo.offpolicy import CAPPED_METRIC
 from rlvr.config import Config
-from rlvr.training import checkpoint
+from rlvr.training import checkpoint, gpu_forward
 from rlvr.training.schedule import lr_multiplier
 from rlvr.training.seeds import seed_for
 from rlvr.training.setup import behaviour_correction
@@ -101,7 +101,9 @@ class TrainingState:
             self.optimizer, lr_multiplier(g.lr_schedule, g.steps, g.warmup_steps, g.min_lr_ratio))
         self.advantage_fn = ADVANTAGES[g.advantage]
         self.loss_spec = loss_spec(cfg)
-        self.compute = Compute(device, cfg.model.gradient_checkpointing, g.micro_batch_tokens, vocab_limit)
+        ckpt = cfg.model.gradient_checkpointing
+        tokens = gpu_forward.micro_batch_tokens(g.micro_batch_tokens, train_model, device, ckpt)
+        self.compute = Compute(device, ckpt, tokens, vocab_limit)
 
     def advantages(self, groups: Sequence[Group]) -> torch.Tensor:
         rewards = torch.tensor([g.rewards for g in groups], dtype=torch.float32)  # [P, G]
