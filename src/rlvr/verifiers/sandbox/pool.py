@@ -29,11 +29,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any, Callable
 
-from rlvr.verifiers.sandbox import cgroup
+from rlvr.verifiers.sandbox import cgroup, wipe
 from rlvr.verifiers.sandbox.probe import Capabilities, bwrap_args, probe
 
 log = logging.getLogger(__name__)
-INSIDE_FILES = ("zygote.py", "driver.py", "codec.py", "seccomp.py", "landlock.py")
+INSIDE_FILES = ("zygote.py", "driver.py", "codec.py", "seccomp.py", "landlock.py", "wipe.py")
 READ_PATHS = ["/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache", "/etc/alternatives",
               "/etc/localtime"]
 GRACE_S = 3.0
@@ -154,25 +154,41 @@ class Zygote:
             self.stop()
             return {"status": "zygote_lost", "code": None, "out": "", "err": "", "wall": 0.0,
                     "cpu": 0.0}
+        if reply.get("dirty"):
+            # The job left what the zygote could not remove: no later job may see it.
+            log.warning("sandbox job left files its zygote could not remove; respawning")
+            self.stop()
         return reply
 
     def stop(self) -> None:
-        if self.proc is not None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            self.proc.kill()
-            self.proc.wait()
-            for f in (self.proc.stdin, self.proc.stdout, self.sock):
-                if f is not None:
-                    f.close()
-            self.proc = None
-        if self.workdir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-            self.workdir = None
-        cgroup.remove(self.cgroups)
+        """Kill the zygote tree and release its work directory and cgroup; never raises (the
+        work directory is a tree a job shaped: `wipe` removes it without following links)."""
+        try:
+            self._kill()
+        except Exception:
+            log.exception("sandbox zygote: stopping it failed")
+        if self.workdir and not wipe.remove(self.workdir):
+            log.warning("sandbox work directory %s could not be removed whole", self.workdir)
+        self.workdir = None
+        try:
+            cgroup.remove(self.cgroups)
+        except Exception:
+            log.exception("sandbox zygote: removing its cgroup failed")
         self.cgroups = []
+
+    def _kill(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.kill()
+        proc.wait()
+        for f in (proc.stdin, proc.stdout, self.sock):
+            if f is not None:
+                f.close()
 
 
 def _send_blob(sock: socket.socket, text: str) -> None:
