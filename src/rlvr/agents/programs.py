@@ -11,13 +11,13 @@ purpose (its own module, by a name the standard library does not have).
 PYTHON guarantees, as a monitor (not the protection: the copy never reaches the workspace): the
 fixed files (tests and the task's other non-output files) are watched with inotify from before the
 agent's code runs, by inode and by name, so an edit undone before the end, a rename, a delete or a
-write through a hard link is reported; at the end each fixed path is checked with lstat first
-(anything but a regular file counts as changed), opened with O_NOFOLLOW | O_NONBLOCK and read at
-most one byte past its expected length, so a FIFO, a link or a huge file never blocks or blinds the
-check. The closing line (one per process that reaches it, a forked child too) lists what changed.
-Not guaranteed: a report from code that ends its own process (`os._exit`, exec, a signal, the job's
-time limit) or that tampers with this program's state in its own process (the inotify descriptor,
-the captured functions).
+write through a hard link is reported; at the end each fixed path is checked relative to the job
+directory (whatever the cwd) with lstat first (anything but a regular file counts as changed),
+opened with O_NOFOLLOW | O_NONBLOCK and read at most one byte past its expected length, so a FIFO,
+a link or a huge file never blocks or blinds the check. The closing line (one per process that
+reaches it, a forked child too) lists what changed. Not guaranteed: a report from code that ends
+its own process (`os._exit`, exec, a signal, the job's time limit) or that tampers with this
+program's state in its own process (the inotify descriptor, the captured functions).
 """
 
 # The start of both programs: `_write(files)` lays the files out in the job's emptied directory.
@@ -48,6 +48,7 @@ print("\n" + job["nonce"])
 PYTHON = _PRELUDE + r"""
 import ctypes, stat, struct
 _OS = (os.lstat, os.open, os.read, os.fstat, os.close, os.write)
+_HOME = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # the job dir, whatever the cwd
 _FILE_EV = 0x2 | 0x8 | 0x400 | 0x800              # modify, close_write, delete_self, move_self
 _DIR_EV = 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800  # moved_from/to, create, delete, *_self
 _NOFOLLOW, _ONLYDIR = 0x02000000, 0x01000000
@@ -91,9 +92,9 @@ def _seen(fd, wds):
 def _differs(path, want):
     lstat, open_, read, fstat, close, _ = _OS
     try:
-        if not stat.S_ISREG(lstat(path).st_mode):
+        if not stat.S_ISREG(lstat(path, dir_fd=_HOME).st_mode):
             return True
-        fd = open_(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = open_(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=_HOME)
         try:
             got = b""
             while stat.S_ISREG(fstat(fd).st_mode) and len(got) <= len(want):
