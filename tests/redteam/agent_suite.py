@@ -155,8 +155,10 @@ def check_item(pool, name, bait, baseline):
     for d in pool.workdirs():
         left = os.listdir(os.path.join(d, "job"))
         problems += [f"left in the job directory: {n}" for n in left]
-    problems += [f"left in the temp directory: {n}"
-                 for n in set(os.listdir(tempfile.gettempdir())) - tmp_before]
+    for zygote in list(pool._idle.queue):
+        zygote.wait_removed()    # a replaced zygote's work directory goes in the background
+    now = set(os.listdir(tempfile.gettempdir())) - {os.path.basename(d) for d in pool.workdirs()}
+    problems += [f"left in the temp directory: {n}" for n in now - tmp_before]
     extra = suite.leftover_processes(baseline)
     if extra:
         problems.append(f"{extra} processes left")

@@ -55,6 +55,7 @@ class Zygote:
         self.workdir: str | None = None
         self.jobs = 0
         self._buf = b""
+        self._removals: list[threading.Thread] = []   # old work directories being removed
 
     def start(self) -> None:
         caps, uid = self.caps, self.caps.run_uid
@@ -167,14 +168,24 @@ class Zygote:
             self._kill()
         except Exception:
             log.exception("sandbox zygote: stopping it failed")
-        if self.workdir and not wipe.remove(self.workdir):
-            log.warning("sandbox work directory %s could not be removed whole", self.workdir)
+        if self.workdir:
+            # On a slow disk a job's tree takes seconds to remove: not on the caller's time.
+            removal = threading.Thread(target=_remove_workdir, args=(self.workdir,), daemon=True,
+                                       name="sandbox-wipe")
+            removal.start()
+            self._removals.append(removal)
         self.workdir = None
         try:
             cgroup.remove(self.cgroups)
         except Exception:
             log.exception("sandbox zygote: removing its cgroup failed")
         self.cgroups = []
+
+    def wait_removed(self) -> None:
+        """Wait until the work directories of stopped zygotes are removed."""
+        removals, self._removals = self._removals, []
+        for removal in removals:
+            removal.join()
 
     def _kill(self) -> None:
         proc, self.proc = self.proc, None
@@ -189,6 +200,11 @@ class Zygote:
         for f in (proc.stdin, proc.stdout, self.sock):
             if f is not None:
                 f.close()
+
+
+def _remove_workdir(path: str) -> None:
+    if not wipe.remove(path):
+        log.warning("sandbox work directory %s could not be removed whole", path)
 
 
 def _send_blob(sock: socket.socket, text: str) -> None:
@@ -228,8 +244,12 @@ def _stage_inside_files(run_uid: int | None) -> str:
 
 
 def _shutdown(idle: queue.Queue, sbxdir: str) -> None:
+    zygotes = []
     while not idle.empty():
-        idle.get().stop()
+        zygotes.append(idle.get())
+        zygotes[-1].stop()
+    for zygote in zygotes:
+        zygote.wait_removed()
     if os.path.isdir(sbxdir):
         os.chmod(sbxdir, 0o700)  # staged read-only; an unprivileged owner must open it to delete
         shutil.rmtree(sbxdir, ignore_errors=True)

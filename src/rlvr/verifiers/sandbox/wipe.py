@@ -6,14 +6,16 @@ followed (a directory is entered by opening it relative to its parent's descript
 and an entry's type comes from lstat, never stat); every directory is made 0700 before it is
 listed (an O_PATH descriptor first, so the mode change lands on that directory and not on what a
 link names); the walk is iterative and holds at most three descriptors, so depth (1200 levels and
-more) and width cost memory for names only. Stdlib only: it runs inside the sandbox (the zygote,
-between jobs) and in the grader (a zygote's host work directory, `pool.Zygote.stop`). Not
-guaranteed: a tree that changes while it is emptied (callers run it after the job's processes are
-gone) or removal of what the caller's uid may not remove (reported by the False return).
+more) and width cost memory for names only; an optional time budget bounds it. Stdlib only: it
+runs inside the sandbox (the zygote, between jobs) and in the grader (a zygote's host work
+directory, `pool.Zygote.stop`). Not guaranteed: a tree that changes while it is emptied (callers
+run it after the job's processes are gone) or removal of what the caller's uid may not remove
+(reported by the False return).
 """
 
 import os
 import stat
+import time
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _PATH = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -51,13 +53,15 @@ def _scan(fd):
     return subdirs, ok
 
 
-def _walk(top_fd):
-    """Empty the directory `top_fd` (its descriptor stays open); True when all went."""
+def _walk(top_fd, deadline):
+    """Empty the directory `top_fd` (its descriptor stays open); True when all went in time."""
     cur = os.dup(top_fd)
     try:
         subdirs, ok = _scan(cur)
         stack = [("", subdirs)]   # (name in its parent, subdirectories still to remove)
         while stack:
+            if time.monotonic() > deadline:
+                return False
             pending = stack[-1][1]
             if pending:
                 name = pending.pop()
@@ -87,8 +91,11 @@ def _walk(top_fd):
     return ok
 
 
-def empty(path):
-    """Remove everything beneath the directory `path`; True when it is empty afterwards."""
+def empty(path, budget_s=None):
+    """Remove everything beneath the directory `path`; True when it is empty afterwards (False
+    also when `budget_s` seconds ran out first: on a disk where each rmdir is slow a job's tree
+    can take longer to remove than the job ran)."""
+    deadline = time.monotonic() + (float("inf") if budget_s is None else budget_s)
     try:
         top = os.open(path, _DIR)
     except FileNotFoundError:
@@ -98,7 +105,7 @@ def empty(path):
     try:
         os.fchmod(top, 0o700)
         for _ in range(ATTEMPTS):
-            if _walk(top) and not os.listdir(top):
+            if _walk(top, deadline) and not os.listdir(top):
                 return True
         return False
     except Exception:

@@ -37,6 +37,7 @@ import wipe  # noqa: E402
 # every fork dearer (page tables, copy-on-write), and most jobs import little.
 PRELOAD = ("ctypes", "json", "math", "re", "collections", "itertools", "functools", "heapq",
            "bisect", "string", "operator", "copy")
+CLEANUP_S = 1.0   # emptying the job dir past this: the result goes back marked dirty instead
 
 
 def _preload():
@@ -283,7 +284,7 @@ def run_job(cfg, job, chan):
         os.close(fd)
     # The job shaped this tree (modes, links, depth): `wipe` is never steered by it. What it
     # cannot remove would reach the next job, so the pool replaces this zygote instead.
-    clean = wipe.empty(cfg["jobdir"])
+    clean = wipe.empty(cfg["jobdir"], CLEANUP_S)
     cpu = usage.ru_utime + usage.ru_stime
     if state == "exit" and _over_cpu(job, status, cpu):
         state = "timeout"
