@@ -133,9 +133,15 @@ def episode(pool, problem, calls, answer=WRONG, bait=""):
         env.close()
 
 
+def _temp_entries(pool):
+    """The temp directory's entries but the live zygotes' work directories (a replaced zygote's
+    must go)."""
+    return set(os.listdir(tempfile.gettempdir())) - {os.path.basename(d) for d in pool.workdirs()}
+
+
 def check_item(pool, name, bait, baseline):
     problem, calls, flag = ITEMS[name]
-    tmp_before = set(os.listdir(tempfile.gettempdir()))
+    tmp_before = _temp_entries(pool)
     seen, score, error = episode(pool, problem, calls, bait=bait)
     problems = [f"step raised {error}"] if error else []
     if score is not None:
@@ -157,8 +163,7 @@ def check_item(pool, name, bait, baseline):
         problems += [f"left in the job directory: {n}" for n in left]
     for zygote in list(pool._idle.queue):
         zygote.wait_removed()    # a replaced zygote's work directory goes in the background
-    now = set(os.listdir(tempfile.gettempdir())) - {os.path.basename(d) for d in pool.workdirs()}
-    problems += [f"left in the temp directory: {n}" for n in now - tmp_before]
+    problems += [f"left in the temp directory: {n}" for n in _temp_entries(pool) - tmp_before]
     extra = suite.leftover_processes(baseline)
     if extra:
         problems.append(f"{extra} processes left")
@@ -182,10 +187,13 @@ def run_suite(tier, only=None):
             baseline = suite.started_here()
             for name in sorted(ITEMS) if only is None else only:
                 results.append(check_item(pool, name, bait, baseline))
+        left = sorted(set(os.listdir(private)) - {"bait"})
+        results.append({"name": "teardown", "observations": [],
+                        "problems": [f"left behind {n}" for n in left]})
     finally:
         tempfile.tempdir = saved
         shutil.rmtree(private, ignore_errors=True)
-    return {"tier": tier, "uid": os.getuid(), "items": len(results),
+    return {"tier": tier, "uid": os.getuid(), "items": len(results) - 1,
             "ok": sum(not r["problems"] for r in results), "secs": round(time.monotonic() - started, 1),
             "failures": [r for r in results if r["problems"]]}
 

@@ -132,6 +132,8 @@ class Zygote:
         if self.proc is None:
             self.start()
         deadline = time.monotonic() + float(job["timeout_s"]) + GRACE_S
+        if self.cgroups:
+            job = {**job, "nproc": 0}   # the cgroup's pids.max bounds the tree, per zygote
         try:
             if blob is not None:
                 _send_blob(self.sock, blob)

@@ -66,9 +66,14 @@ def _cpu_budget(job):
 def _limits(job):
     mem = int(job["mem_mb"]) << 20
     cpu = max(1, int(-(-_cpu_budget(job) // 1)))
-    for res, value in ((resource.RLIMIT_AS, mem), (resource.RLIMIT_FSIZE, 16 << 20),
-                       (resource.RLIMIT_NOFILE, 64), (resource.RLIMIT_NPROC, int(job["nproc"])),
-                       (resource.RLIMIT_CORE, 0), (resource.RLIMIT_STACK, 64 << 20)):
+    limits = [(resource.RLIMIT_AS, mem), (resource.RLIMIT_FSIZE, 16 << 20),
+              (resource.RLIMIT_NOFILE, 64), (resource.RLIMIT_CORE, 0),
+              (resource.RLIMIT_STACK, 64 << 20)]
+    # RLIMIT_NPROC counts every process of the uid machine-wide (other zygotes, other users of
+    # `nobody`): the pool sends 0 when its cgroup's pids ceiling bounds this tree instead.
+    if int(job["nproc"]) > 0:
+        limits.append((resource.RLIMIT_NPROC, int(job["nproc"])))
+    for res, value in limits:
         resource.setrlimit(res, (value, value))
     # SIGXCPU at the budget, SIGKILL a second later for a job that ignores it.
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
