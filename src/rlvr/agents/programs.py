@@ -3,10 +3,12 @@
 directory first.
 
 RUNNER guarantees: the workspace directory is searched for imports only after the standard library
-(appended to `sys.path`, never inserted), so a workspace file named like a stdlib module (`json.py`,
-`unittest.py`) is never imported in its place; the tests run in this process, and the closing line
-carries the run's nonce. Not guaranteed: secrecy of the nonce from agent code that a test imports on
-purpose (its own module, by a name the standard library does not have).
+(appended to `sys.path`, never inserted), and never for a top-level stdlib name (a finder before
+the path finder), so a workspace file named like a stdlib module (`json.py`, `unittest/`, or
+`tkinter.py`, which this interpreter may lack) is never imported in its place; the tests run in
+this process, and the closing line carries the run's nonce. Not guaranteed: secrecy of the nonce
+from agent code that a test imports on purpose (its own module, by a name the standard library
+does not have).
 
 PYTHON guarantees, as a monitor (not the protection: the copy never reaches the workspace): the
 fixed files (tests and the task's other non-output files) are watched with inotify from before the
@@ -32,11 +34,24 @@ def _write(files):
             f.write(text)
 """
 
-# stdin: {"files", "tests", "nonce"}.
+# stdin: {"files", "tests", "nonce"}. The finder sits before the path finder: a stdlib name is looked
+# up in the stdlib only, even one this interpreter lacks (tkinter), never in the workspace.
 RUNNER = _PRELUDE + r"""
+import importlib.machinery
 job = json.loads(sys.stdin.read())
 _write(job["files"])
 sys.path.append(os.getcwd())
+class _StdlibOnly:
+    home = os.getcwd()
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if path is not None or name not in sys.stdlib_module_names:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, [p for p in sys.path if p != cls.home])
+        if spec is None:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return spec
+sys.meta_path.insert(sys.meta_path.index(importlib.machinery.PathFinder), _StdlibOnly)
 for name in job["tests"]:
     exec(compile(job["files"][name], name, "exec"), {"__name__": "__main__"})
 print("\n" + job["nonce"])
