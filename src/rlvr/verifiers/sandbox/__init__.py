@@ -4,8 +4,7 @@ Trusted side: `probe` (which isolation tier the machine allows), `pool` (zygote 
 futures), `cgroup` (per-zygote memory and pids ceilings when root), `spec` (test shapes,
 assert-to-case conversion), `compare` (strict comparator) and `grade` (zygote result →
 passed/total/flags). Inside the sandbox, stdlib only: `zygote`, `driver`, `wipe` (also used by
-the pool),
-`codec`, `seccomp`, `landlock`. Expected outputs never cross into the sandbox.
+the pool), `codec`, `seccomp`, `landlock`. Expected outputs never cross into the sandbox.
 """
 
 from rlvr.verifiers.sandbox.pool import SandboxPool, SandboxUnavailable
