@@ -3,7 +3,8 @@
 Code templates use @PORT@ (a TCP listener on 127.0.0.1 opened by the suite), @UDP@ (a UDP
 listener), @SENT@ (a host path prefix: any file appearing under it is an escape), @SECRET_FILE@ (a
 world-readable host file holding the secret) and @SECRET_ENV@ (an environment variable of the
-grader holding it). Problems whose hidden expected value is the secret score 1 only if the secret
+grader holding it), @BAIT_DIR@ (a host directory of mode 0755 that the sandbox's uid owns: its mode
+must not change). Problems whose hidden expected value is the secret score 1 only if the secret
 leaked into the sandbox. Destructive items (fork bombs, kill(-1)) are only ever run by suite.py,
 which refuses to run without an isolation tier.
 """
@@ -213,4 +214,21 @@ CONTROLS = [
     ("control_recursion", "add", (
         "import sys\nsys.setrecursionlimit(5000)\ndef add(a, b):\n"
         "    return a if b == 0 else (add(a + 1, b - 1) if b > 0 else add(a - 1, b + 1))\n")),
+    # The job shapes the tree the zygote must empty afterwards (each is a correct solution: the
+    # reward is 1 only if the zygote survived its cleanup; a leftover is an escape in the landlock
+    # tier, and a stdin-0 directory left behind makes the next stdio job, control_stdio_after_plant,
+    # fail).
+    ("control_cleanup_deep_tree", "add", (
+        "import os\nhere = os.getcwd()\nfor _ in range(1300):\n    os.mkdir('d')\n    os.chdir('d')\n"
+        "os.chdir(here)\ndef add(a, b):\n    return a + b\n")),
+    ("control_cleanup_link_to_root_dir", "add", (
+        "import os\nos.makedirs('d/e')\nos.symlink('/usr', 'd/usr')\nos.symlink('/etc', 'd/e/etc')\n"
+        "def add(a, b):\n    return a + b\n")),
+    ("control_cleanup_link_to_host_dir", "add", (
+        "import os\nos.makedirs('d/e')\nos.symlink('@BAIT_DIR@', 'd/bait')\n"
+        "os.symlink('@BAIT_DIR@', 'd/e/bait')\ndef add(a, b):\n    return a + b\n")),
+    ("control_cleanup_plants_stdin_dir", "add", (
+        "import os\nfor top in ('stdin-0', 'stdin-1', 'kept'):\n    os.makedirs(top + '/x/y')\n"
+        "    os.chmod(top + '/x', 0)\n    os.chmod(top, 0)\ndef add(a, b):\n    return a + b\n")),
+    ("control_stdio_after_plant", "echo", "a, b = map(int, input().split())\nprint(a + b)\n"),
 ]

@@ -46,6 +46,12 @@ class Context:
             f.write(self.token)
         os.chmod(self.secret_file, 0o666)
         os.environ[SECRET_ENV] = self.token
+        # A host directory the sandbox's uid owns: a cleanup that follows a job's link would chmod it.
+        self.bait_dir = tempfile.mkdtemp(prefix="rlvr-bait-")
+        run_uid = probe_run_uid()
+        if run_uid is not None:
+            os.chown(self.bait_dir, run_uid, run_uid)
+        os.chmod(self.bait_dir, 0o755)
         self.sent = f"/tmp/{self.name}-"
         self.tcp = socket.socket()
         self.tcp.bind(("127.0.0.1", 0))
@@ -58,7 +64,8 @@ class Context:
     def fill(self, text):
         for key, value in (("@PORT@", self.tcp.getsockname()[1]), ("@UDP@", self.udp.getsockname()[1]),
                            ("@SENT@", self.sent), ("@SECRET_FILE@", self.secret_file),
-                           ("@SECRET_ENV@", SECRET_ENV), ("@NAME@", self.name), ("@TOKEN@", self.token)):
+                           ("@SECRET_ENV@", SECRET_ENV), ("@NAME@", self.name), ("@TOKEN@", self.token),
+                           ("@BAIT_DIR@", self.bait_dir)):
             text = text.replace(key, str(value))
         return text
 
@@ -74,6 +81,8 @@ class Context:
         with open(self.secret_file) as f:
             if f.read() != self.token:
                 found.append(self.secret_file + " (modified)")
+        if os.stat(self.bait_dir).st_mode & 0o7777 != 0o755 or os.listdir(self.bait_dir):
+            found.append(self.bait_dir + " (modified)")
         return found
 
     def connections(self):
@@ -94,7 +103,11 @@ class Context:
     def clean(self, found):
         """Remove what escaped so that the next item is judged on its own."""
         for path in found:
-            if path.endswith("(modified)"):
+            if path == self.bait_dir + " (modified)":
+                os.chmod(self.bait_dir, 0o755)
+                for name in os.listdir(self.bait_dir):
+                    os.unlink(os.path.join(self.bait_dir, name))
+            elif path.endswith("(modified)"):
                 with open(self.secret_file, "w") as f:
                     f.write(self.token)
             elif os.path.isdir(path):
@@ -109,6 +122,13 @@ class Context:
         self.udp.close()
         os.unlink(self.secret_file)
         os.rmdir(self.secret_dir)
+        os.rmdir(self.bait_dir)
+
+
+def probe_run_uid():
+    """The uid the sandbox runs jobs as (None: this process's own)."""
+    from rlvr.verifiers.sandbox.probe import probe
+    return probe().run_uid
 
 
 def pids_of(uid):

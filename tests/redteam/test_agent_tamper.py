@@ -21,6 +21,7 @@ from rlvr.agents.calls import PlainFormat
 from rlvr.agents.env import ToolCall
 from rlvr.agents.workspace import Workspace, normalise
 from rlvr.tasks.agentic import AgenticTask, make_problem
+from rlvr.types import Problem
 from rlvr.verifiers.sandbox import SandboxPool
 from rlvr.verifiers.sandbox.probe import probe
 
@@ -193,3 +194,30 @@ def test_a_tool_that_changes_a_test_is_undone_and_flagged(pool):
     assert env.step(ToolCall("run_tests")).observation == "fail"
     score = env.score()
     assert score.reward == 0.0 and "tamper_attempt" in score.flags
+
+
+def test_outputs_declared_by_the_task(pool):
+    """A task that declares its outputs: only those reach the tests; its other files are fixed."""
+    tests = {"t.py": "assert open('sol').read() == open('given').read()\n"}
+    problem = Problem("p", "", {"files": {"given": "x", "sol": "stub"}, "tests": tests,
+                                "outputs": ["sol"]}, "workspace")
+    env = Workspace(pool)
+    env.reset(problem)
+    assert env.step(ToolCall("write", {"input": "scratch=x"})).observation == "ok"
+    assert env.step(ToolCall("write", {"input": "given=y"})).observation == "denied"
+    assert env.step(ToolCall("run_tests")).observation == "fail"
+    assert env.step(ToolCall("write", {"input": "sol=x"})).observation == "ok"
+    assert env.step(ToolCall("run_tests")).observation == "pass"
+    score = env.score()
+    assert score.correct and "tamper_attempt" in score.flags
+    with pytest.raises(ValueError, match="outputs"):
+        env.reset(Problem("q", "", {"tests": tests, "outputs": ["/etc"]}, "workspace"))
+
+
+def test_a_tool_that_raises_answers_error(pool):
+    env = Workspace(pool)
+    env.reset(PROBLEM)
+    env.tools["broken"] = lambda args: 1 / 0
+    assert env.step(ToolCall("broken")).observation == "error"
+    assert env.step(ToolCall("write", ["not", "a", "dict"])).observation == "error"   # type: ignore[arg-type]
+    assert env.step(ToolCall("write", {"path": 5, "content": None})).observation == "ok"

@@ -107,3 +107,32 @@ def test_probe_falls_back_to_landlock_when_namespaces_are_refused(monkeypatch, t
     monkeypatch.setattr(probe_mod, "_CACHE", {})
     with pytest.raises(SandboxUnavailable, match="no isolation"):
         SandboxPool(1, tier=None)
+
+
+@pytest.mark.parametrize("pool_tier", ["bwrap", "landlock"])
+def test_other_processes_of_the_sandbox_uid_do_not_use_up_a_jobs_processes(pool_tier):
+    """RLIMIT_NPROC counts every process of a uid: with a pids cgroup bounding the zygote tree,
+    processes of the sandbox uid elsewhere on the machine (here 40, the job may fork 2 with a
+    limit of 32) leave the job its own budget."""
+    import subprocess
+    if os.geteuid() != 0:
+        pytest.skip("cgroups are only used when the grader is root")
+    if probe(pool_tier).tier != pool_tier:
+        pytest.skip(f"tier {pool_tier} unavailable here")
+    forker = ("import os\ndef f():\n    pids = [os.fork() for _ in range(2)]\n"
+              "    if 0 in pids:\n        os._exit(0)\n    for p in pids:\n        os.waitpid(p, 0)\n"
+              "    return 1\n")
+    with SandboxPool(1, tier=pool_tier, timeout_s=2.0, nproc=32) as pool:
+        pool.start()
+        if not pool._idle.queue[0].cgroups or pool.caps.run_uid is None:
+            pytest.skip("no pids cgroup or no dedicated sandbox uid here")
+        uid = pool.caps.run_uid
+        others = [subprocess.Popen(["sleep", "30"], user=uid, group=uid, extra_groups=[])
+                  for _ in range(40)]
+        try:
+            reply = pool.run("call", {"code": forker, "entry": "f", "args": [[]]})
+        finally:
+            for proc in others:
+                proc.kill()
+                proc.wait()
+    assert answer(reply) == '["case",0,["ok",1]]', reply

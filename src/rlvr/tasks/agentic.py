@@ -1,10 +1,11 @@
 """Built-in agentic task: add two numbers with a calculator tool, write the answer file, run the check.
 
 The workspace holds `task` (e.g. `347+285`) and the check `test.py`, which asserts that the file
-`answer` holds the sum. The episode's prompt is the task text; the plain tool-call format
-(`rlvr.agents.calls.PlainFormat`) needs lowercase letters, so the task's model is the tiny model
-built with `chars=CHARS + list(EXTRA_CHARS)` (default ids unchanged). The reasoner's episode
-for `347+285`:
+`answer` holds the sum; `answer` is the agent's one output, so `task`, which the check reads, is
+fixed like the check (a write is refused and flagged, the check always reads the original). The
+episode's prompt is the task text; the plain tool-call format (`rlvr.agents.calls.PlainFormat`)
+needs lowercase letters, so the task's model is the tiny model built with
+`chars=CHARS + list(EXTRA_CHARS)` (default ids unchanged). The reasoner's episode for `347+285`:
 
     calc:347+285 <eos> [632] write:answer=632 <eos> [ok] run: <eos> [pass] <eos>
 
@@ -34,7 +35,8 @@ Turns = list[tuple[str, str | None]]   # (model turn text, observation or None w
 def make_problem(a: int, b: int) -> Problem:
     text = f"{a}+{b}"
     return Problem(id=f"agentic:{text}", prompt=text,
-                   reference={"files": {"task": text}, "tests": {"test.py": CHECK}},
+                   reference={"files": {"task": text}, "tests": {"test.py": CHECK},
+                              "outputs": ["answer"]},
                    verifier="workspace", metadata={"split": "heldout" if is_heldout(text) else "train",
                                                    "answer": str(a + b)})
 

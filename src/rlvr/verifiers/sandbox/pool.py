@@ -29,11 +29,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any, Callable
 
-from rlvr.verifiers.sandbox import cgroup
+from rlvr.verifiers.sandbox import cgroup, wipe
 from rlvr.verifiers.sandbox.probe import Capabilities, bwrap_args, probe
 
 log = logging.getLogger(__name__)
-INSIDE_FILES = ("zygote.py", "driver.py", "codec.py", "seccomp.py", "landlock.py")
+INSIDE_FILES = ("zygote.py", "driver.py", "codec.py", "seccomp.py", "landlock.py", "wipe.py")
 READ_PATHS = ["/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache", "/etc/alternatives",
               "/etc/localtime"]
 GRACE_S = 3.0
@@ -55,6 +55,7 @@ class Zygote:
         self.workdir: str | None = None
         self.jobs = 0
         self._buf = b""
+        self._removals: list[threading.Thread] = []   # old work directories being removed
 
     def start(self) -> None:
         caps, uid = self.caps, self.caps.run_uid
@@ -131,6 +132,8 @@ class Zygote:
         if self.proc is None:
             self.start()
         deadline = time.monotonic() + float(job["timeout_s"]) + GRACE_S
+        if self.cgroups:
+            job = {**job, "nproc": 0}   # the cgroup's pids.max bounds the tree, per zygote
         try:
             if blob is not None:
                 _send_blob(self.sock, blob)
@@ -154,25 +157,56 @@ class Zygote:
             self.stop()
             return {"status": "zygote_lost", "code": None, "out": "", "err": "", "wall": 0.0,
                     "cpu": 0.0}
+        if reply.get("dirty"):
+            # The job left what the zygote could not remove: no later job may see it.
+            log.warning("sandbox job left files its zygote could not remove; respawning")
+            self.stop()
         return reply
 
     def stop(self) -> None:
-        if self.proc is not None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            self.proc.kill()
-            self.proc.wait()
-            for f in (self.proc.stdin, self.proc.stdout, self.sock):
-                if f is not None:
-                    f.close()
-            self.proc = None
+        """Kill the zygote tree and release its work directory and cgroup; never raises (the
+        work directory is a tree a job shaped: `wipe` removes it without following links)."""
+        try:
+            self._kill()
+        except Exception:
+            log.exception("sandbox zygote: stopping it failed")
         if self.workdir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-            self.workdir = None
-        cgroup.remove(self.cgroups)
+            # On a slow disk a job's tree takes seconds to remove: not on the caller's time.
+            removal = threading.Thread(target=_remove_workdir, args=(self.workdir,), daemon=True,
+                                       name="sandbox-wipe")
+            removal.start()
+            self._removals.append(removal)
+        self.workdir = None
+        try:
+            cgroup.remove(self.cgroups)
+        except Exception:
+            log.exception("sandbox zygote: removing its cgroup failed")
         self.cgroups = []
+
+    def wait_removed(self) -> None:
+        """Wait until the work directories of stopped zygotes are removed."""
+        removals, self._removals = self._removals, []
+        for removal in removals:
+            removal.join()
+
+    def _kill(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.kill()
+        proc.wait()
+        for f in (proc.stdin, proc.stdout, self.sock):
+            if f is not None:
+                f.close()
+
+
+def _remove_workdir(path: str) -> None:
+    if not wipe.remove(path):
+        log.warning("sandbox work directory %s could not be removed whole", path)
 
 
 def _send_blob(sock: socket.socket, text: str) -> None:
@@ -212,8 +246,12 @@ def _stage_inside_files(run_uid: int | None) -> str:
 
 
 def _shutdown(idle: queue.Queue, sbxdir: str) -> None:
+    zygotes = []
     while not idle.empty():
-        idle.get().stop()
+        zygotes.append(idle.get())
+        zygotes[-1].stop()
+    for zygote in zygotes:
+        zygote.wait_removed()
     if os.path.isdir(sbxdir):
         os.chmod(sbxdir, 0o700)  # staged read-only; an unprivileged owner must open it to delete
         shutil.rmtree(sbxdir, ignore_errors=True)

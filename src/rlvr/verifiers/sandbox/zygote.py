@@ -10,7 +10,9 @@ built once), closes every inherited descriptor and installs the seccomp filter (
 no_new_privs, set first), then runs the driver. The zygote enforces the wall deadline through a
 pidfd and the CPU budget through RLIMIT_CPU and rusage, caps output, and afterwards kills every
 leftover process: `kill(-1)` inside a pid namespace, otherwise a freeze-then-kill walk of its
-descendants (it is a child subreaper, so orphans come back to it). Not guaranteed: anything the
+descendants (it is a child subreaper, so orphans come back to it); then it empties the work
+directory with `wipe` (no link followed, any depth, never raises) and marks the result `dirty`
+when something stayed, so that the pool replaces it before the next job. Not guaranteed: anything the
 kernel or the outer layers (bwrap, uid, cgroups) do not enforce.
 """
 
@@ -18,7 +20,6 @@ import json
 import os
 import resource
 import select
-import shutil
 import signal
 import socket
 import sys
@@ -30,11 +31,13 @@ import codec  # noqa: E402
 import driver  # noqa: E402
 import landlock  # noqa: E402
 import seccomp  # noqa: E402
+import wipe  # noqa: E402
 
 # Modules every job may use, imported once before forking. Kept small on purpose: each one makes
 # every fork dearer (page tables, copy-on-write), and most jobs import little.
 PRELOAD = ("ctypes", "json", "math", "re", "collections", "itertools", "functools", "heapq",
            "bisect", "string", "operator", "copy")
+CLEANUP_S = 1.0   # emptying the job dir past this: the result goes back marked dirty instead
 
 
 def _preload():
@@ -63,9 +66,14 @@ def _cpu_budget(job):
 def _limits(job):
     mem = int(job["mem_mb"]) << 20
     cpu = max(1, int(-(-_cpu_budget(job) // 1)))
-    for res, value in ((resource.RLIMIT_AS, mem), (resource.RLIMIT_FSIZE, 16 << 20),
-                       (resource.RLIMIT_NOFILE, 64), (resource.RLIMIT_NPROC, int(job["nproc"])),
-                       (resource.RLIMIT_CORE, 0), (resource.RLIMIT_STACK, 64 << 20)):
+    limits = [(resource.RLIMIT_AS, mem), (resource.RLIMIT_FSIZE, 16 << 20),
+              (resource.RLIMIT_NOFILE, 64), (resource.RLIMIT_CORE, 0),
+              (resource.RLIMIT_STACK, 64 << 20)]
+    # RLIMIT_NPROC counts every process of the uid machine-wide (other zygotes, other users of
+    # `nobody`): the pool sends 0 when its cgroup's pids ceiling bounds this tree instead.
+    if int(job["nproc"]) > 0:
+        limits.append((resource.RLIMIT_NPROC, int(job["nproc"])))
+    for res, value in limits:
         resource.setrlimit(res, (value, value))
     # SIGXCPU at the budget, SIGKILL a second later for a job that ignores it.
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
@@ -244,21 +252,6 @@ def _kill_all(pidns, job_pid):
     return job
 
 
-def _empty(path):
-    """Remove everything inside `path` (not `path` itself: the Landlock rule names its inode)."""
-    os.chmod(path, 0o700)
-    for name in os.listdir(path):
-        full = os.path.join(path, name)
-        if os.path.isdir(full) and not os.path.islink(full):
-            for root, dirs, _ in os.walk(full):
-                for d in dirs:
-                    os.chmod(os.path.join(root, d), 0o700)
-            os.chmod(full, 0o700)
-            shutil.rmtree(full, ignore_errors=True)
-        else:
-            os.unlink(full)
-
-
 def _receive_blob(cfg):
     """The memfd the grader sent for this job (its content is never read here)."""
     _, fds, _, _ = socket.recv_fds(cfg["sock"], 16, 1)
@@ -294,14 +287,16 @@ def run_job(cfg, job, chan):
         status, usage = reaped or os.wait4(pid, 0)[1:]
     for fd in (pidfd, out_r, err_r):
         os.close(fd)
-    _empty(cfg["jobdir"])
+    # The job shaped this tree (modes, links, depth): `wipe` is never steered by it. What it
+    # cannot remove would reach the next job, so the pool replaces this zygote instead.
+    clean = wipe.empty(cfg["jobdir"], CLEANUP_S)
     cpu = usage.ru_utime + usage.ru_stime
     if state == "exit" and _over_cpu(job, status, cpu):
         state = "timeout"
     return {"status": state, "code": os.waitstatus_to_exitcode(status), "wall": wall,
             "cleanup": time.monotonic() - start - wall,
             "cpu": cpu, "out": out[0].decode("utf-8", "replace"),
-            "err": err[0].decode("utf-8", "replace")[-2000:]}
+            "err": err[0].decode("utf-8", "replace")[-2000:], "dirty": not clean}
 
 
 def main():
