@@ -30,7 +30,9 @@ POLICIES = ("auto", "boxed", "answer_tag", "phrase", "whole")
 _WHOLE_MAX_CHARS = 300      # a "whole response" answer longer than this is prose, not an answer
 _AUTO_WHOLE_MAX_CHARS = 80  # auto mode only reads short bare responses as answers
 _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
-_PHRASE = re.compile(r"(?:final\s+answer|answer)\s*(?:is|:|=)\s*:?\s*|^[ \t]*####[ \t]*",
+# The answer phrase in English, French, Spanish, German and Chinese ("la réponse est", "答案是").
+_PHRASE = re.compile(r"(?:final\s+answer|answer|r[ée]ponse(?:\s+finale)?|respuesta|antwort)\s*"
+                     r"(?:is|:|=|est|es|ist)\s*:?\s*|^[ \t]*####[ \t]*|答案\s*(?:是|为|為|[:：])\s*",
                      re.IGNORECASE | re.MULTILINE)
 
 
@@ -64,8 +66,9 @@ def _phrase_candidates(region: str) -> list[str]:
     boxes = boxed_contents(line)
     if boxes:
         return boxes
-    # A sentence ends at ". " followed by a capital letter; decimals keep their point.
-    line = re.split(r"\.\s+(?=[A-Z])", line, maxsplit=1)[0]
+    # A sentence ends at ". " followed by a capital letter (or at a CJK full stop); decimals keep
+    # their point.
+    line = re.split(r"\.\s+(?=[A-Z])|。", line, maxsplit=1)[0]
     if line.count("**") == 1:  # "answer is **(B)**.": the opening ** went with the phrase
         line = re.sub(r"\*\*\s*\.?\s*$", "", line)
     return [strip_delimiters(line)]
@@ -98,6 +101,8 @@ def extract_candidates(text: str, policy: str = "auto") -> tuple[list[str], str]
     }
     order = ["answer_tag", "boxed", "phrase"] if policy == "auto" else [policy]
     for name in order:
+        if name == "boxed" and boxes and not boxes[-1].strip():
+            return [], name  # the last box is empty: the answer the format asks for is missing
         found = [c for c in map(strip_delimiters, finders[name]()) if c]
         if found and name == "boxed" and (hedged or _hedge_after_box(region)):
             found.append(_HEDGE_MARK)
@@ -124,8 +129,8 @@ def _looks_bare(answer: str) -> bool:
     if len(answer) > 3 and not re.search(r"[\d\\]", answer) or len(answer.split()) > 5:
         return False
     outside = MATH.sub(" ", answer)
-    if re.search(r"[.!?]\s", outside):
-        return False
+    if re.search(r"[.!?]\s", outside) or re.search(r"[^\W\d_A-Za-z]{2,}", outside):
+        return False  # a second sentence, or words of a script without spaces ("计划的比例为13/28")
     words = re.findall(r"(?<!\\)\b[A-Za-z]{3,}\b", re.sub(r"\\[A-Za-z]+(\{[^{}]*\})?", " ", outside))
     return len(words) <= 1
 
