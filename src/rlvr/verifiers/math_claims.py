@@ -106,7 +106,7 @@ def equation_claim(answer: str, reference: str) -> str:
     if len(sides) != 2 or not all(sides):
         return answer
     lhs, rhs = sides
-    if re.fullmatch(r"[A-Za-z](?:_\{?\w+\}?)?(?:\([^()]*\))?", lhs) or not _has_variable(lhs):
+    if re.fullmatch(r"[A-Za-z](?:_\{?\w+\}?)?", lhs) or not _has_variable(lhs):
         return answer
     if re.search(r"[<>]|\\[lg]eq?(?![A-Za-z])|\\ne(?![A-Za-z])", rhs):
         return answer

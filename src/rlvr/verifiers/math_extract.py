@@ -32,7 +32,8 @@ _AUTO_WHOLE_MAX_CHARS = 80  # auto mode only reads short bare responses as answe
 _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 # The answer phrase in English, French, Spanish, German and Chinese ("la réponse est", "答案是").
 _PHRASE = re.compile(r"(?:final\s+answer|answer|r[ée]ponse(?:\s+finale)?|respuesta|antwort)\s*"
-                     r"(?:is|:|=|est|es|ist)\s*:?\s*|^[ \t]*####[ \t]*|答案\s*(?:是|为|為|[:：])\s*",
+                     r"(?:(?:is|ist|est|es)(?![A-Za-z])|:|=)\s*:?\s*|^[ \t]*####[ \t]*"
+                     r"|答案\s*(?:是|为|為|[:：])\s*",
                      re.IGNORECASE | re.MULTILINE)
 
 

@@ -58,10 +58,14 @@ def symbolic_equal(pred: str, reference: str) -> bool:
         return False
     if verify(list(gold), list(target), allow_set_relation_comp=True, timeout_seconds=None):
         return True
-    return _identity(pred, reference)
+    # Only where math-verify is known not to decide: trigonometry, or `i` in the reference.
+    if _TRIG.search(pred + reference) or _UNIT.search(reference):
+        return _identity(pred, reference)
+    return False
 
 
 _TRIG = re.compile(r"\\(?:sin|cos|tan|cot|sec|csc)(?![A-Za-z])")
+_UNIT = re.compile(r"(?<![A-Za-z\\])i(?![A-Za-z])")
 _DEGREE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:\^\s*\{?\s*\\circ\s*\}?|°)")
 
 
