@@ -247,10 +247,11 @@ def _option_letter(ref: str) -> str:
 
 def _options_chosen(candidates: list[str], response: str) -> list[str]:
     """Against an option-letter reference: an answer that rules letters out ("D, it can't be A or
-    B") is the letter it keeps; with no candidate at all, the closing line is read that way."""
+    B") is the letter it keeps; with no candidate at all, the letters of the closing line are read
+    that way ("The correct choice is B."; two letters left are two answers)."""
     if not candidates:
         lines = final_region(response).strip().splitlines()
-        chosen = chosen_options(lines[-1][-300:]) if lines else None
+        chosen = chosen_options(lines[-1][-300:], always=True) if lines else None
         return [f"({c})" for c in chosen or []]
     out = []
     for candidate in candidates:

@@ -27,7 +27,6 @@ _FUNCS = "sqrt|sin|cos|tan|cot|sec|csc|arcsin|arccos|arctan|log|ln|exp|pi"
 _PY_HINT = re.compile(rf"\*\*|(?<![\\A-Za-z])(?:{_FUNCS})(?![A-Za-z])|\d\s*\*\s*[A-Za-z(]")
 _OPTION_TEXT = re.compile(r"\(?([A-E])\)\s+\S.*|([A-E])[.:]\s+\S.*", re.DOTALL)
 _SENTENCE = re.compile(r"(?:[A-Za-z]{2,}\W+){2,}")
-_LETTER_VAR = re.compile(r"(?<![\\A-Za-z])[A-Za-z](?![A-Za-z])")
 
 
 def _match_paren(s: str, at: int) -> int:
@@ -79,8 +78,7 @@ def reference_form(ref: str, stated: Callable[[str], list[str]] | None = None) -
     s = re.sub(r"(?<=\d),\\!\s*(?=\d{3}(?!\d))", "", ref.strip())
     if m := _OPTION_TEXT.fullmatch(s):
         return f"({m.group(1) or m.group(2)})"
-    if stated is not None and "\\" not in s and "$" not in s and _SENTENCE.match(s) \
-            and re.search(r"\d", s):
+    if stated is not None and _SENTENCE.match(s) and re.search(r"[\d\\$]", s):
         found = stated(s)
         if len(found) == 1 and found[0] != s:
             s = found[0]
@@ -94,7 +92,8 @@ def reference_form(ref: str, stated: Callable[[str], list[str]] | None = None) -
 
 
 def _has_variable(s: str) -> bool:
-    return bool(_LETTER_VAR.search(re.sub(r"\\[A-Za-z]+", " ", s)))
+    """Whether `s` names something (a letter outside LaTeX commands: `x`, `AB`, `\\text{Area}`)."""
+    return bool(re.search(r"[A-Za-z]", re.sub(r"\\[A-Za-z]+", " ", s)))
 
 
 def equation_claim(answer: str, reference: str) -> str:
@@ -136,10 +135,11 @@ _CLAUSE_END = re.compile(r"[.;!?。；！？\n]|,(?=\s*(?:so|but|and|thus|hence|
 _LETTER = re.compile(r"(?<![A-Za-z\\])\(?([A-E])\)?(?![A-Za-z])")
 
 
-def chosen_options(text: str) -> list[str] | None:
+def chosen_options(text: str, always: bool = False) -> list[str] | None:
     """The distinct option letters `text` picks, in order, with the letters a negation rules out
-    (up to the end of its clause) left out; None when `text` holds no negation (nothing to do)."""
-    if not _NEGATION.search(text):
+    (up to the end of its clause) left out; None when `text` holds no negation (nothing to do),
+    unless `always` (a closing line read for its letters: "The correct choice is B.")."""
+    if not always and not _NEGATION.search(text):
         return None
     keep, i = [], 0
     for m in _NEGATION.finditer(text):

@@ -33,7 +33,8 @@ _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 # The answer phrase in English, French, Spanish, German and Chinese ("la réponse est", "答案是").
 _PHRASE = re.compile(r"(?:final\s+answer|answer|r[ée]ponse(?:\s+finale)?|respuesta|antwort)\s*"
                      r"(?:(?:is|ist|est|es)(?![A-Za-z])|:|=)\s*:?\s*|^[ \t]*####[ \t]*"
-                     r"|答案\s*(?:是|为|為|[:：])\s*",
+                     r"|答案\s*(?:是|为|為|[:：])\s*|(?:故|应|答案)选\s*[:：]?\s*|答え\s*(?:は|[:：])\s*"
+                     r"|ответ\s*[:：]\s*|antwort\s+lautet\s*:?\s*",
                      re.IGNORECASE | re.MULTILINE)
 
 
@@ -62,7 +63,7 @@ def _phrase_candidates(region: str) -> list[str]:
     if not matches:
         return []
     last = matches[-1]
-    rest = re.sub(r"^[}*:\s]+", "", region[last.end():])  # "**Answer:** 6", "\\textbf{Answer:} 6"
+    rest = re.sub(r"^[}*:：\s]+", "", region[last.end():])  # "**Answer:** 6", "\\textbf{Answer:} 6"
     line = rest.split("\n", 1)[0]
     boxes = boxed_contents(line)
     if boxes:

@@ -59,7 +59,8 @@ def symbolic_equal(pred: str, reference: str) -> bool:
     if verify(list(gold), list(target), allow_set_relation_comp=True, timeout_seconds=None):
         return True
     # Only where math-verify is known not to decide: trigonometry, or `i` in the reference.
-    if _TRIG.search(pred + reference) or _UNIT.search(reference):
+    constant = not re.search(r"[A-Za-z]", re.sub(r"\\[A-Za-z]+", "", reference))
+    if _TRIG.search(pred + reference) or _UNIT.search(reference) or (constant and _UNIT.search(pred)):
         return _identity(pred, reference)
     return False
 
@@ -76,9 +77,9 @@ def _radians(s: str) -> str:
 
 def _identity(pred: str, reference: str) -> bool:
     """Equal as expressions where math-verify does not decide it: a trigonometric identity
-    (`\\sin(90^\\circ - x)` vs `\\cos x`) or complex arithmetic (`i(2-i)` vs `1+2i`, `i` the
-    imaginary unit where the reference uses it). Only single expressions (no equations, sets or
-    relations), the answer's variables among the reference's, and sympy must prove the difference 0."""
+    (`\\sin(90^\\circ - x)` vs `\\cos x`) or complex arithmetic (`i(2-i)` vs `1+2i`). Only single
+    expressions (no equations, sets or relations), the answer's variables among the reference's,
+    and sympy must prove the difference 0 (inside the worker's budget, like every check here)."""
     from sympy import Expr, I, simplify
 
     gold = [x for x in _parse(_radians(reference)) if isinstance(x, Expr)]
@@ -87,7 +88,9 @@ def _identity(pred: str, reference: str) -> bool:
         return False
     a, b = gold[0], target[0]
     units = {x for x in a.free_symbols | b.free_symbols if getattr(x, "name", "") == "i"}
-    if any(getattr(x, "name", "") == "i" for x in a.free_symbols):
+    # `i` is the imaginary unit where the reference uses it, or where the reference is a constant
+    # and `i` is the answer's only name (`e^{i\\pi}` vs `-1`): a variable could not equal a constant.
+    if units and (units & a.free_symbols or (not a.free_symbols and b.free_symbols == units)):
         a, b = a.subs({u: I for u in units}), b.subs({u: I for u in units})
     if not b.free_symbols <= a.free_symbols or a.is_Relational or b.is_Relational:
         return False
