@@ -24,7 +24,7 @@ import re
 from typing import Callable
 
 _FUNCS = "sqrt|sin|cos|tan|cot|sec|csc|arcsin|arccos|arctan|log|ln|exp|pi"
-_PY_HINT = re.compile(rf"\*\*|(?<![\\A-Za-z])(?:{_FUNCS})(?![A-Za-z])|\d\s*\*\s*[A-Za-z(]")
+_PY_HINT = re.compile(rf"\*\*|\^\s*\(|(?<![\\A-Za-z])(?:{_FUNCS})(?![A-Za-z])|\d\s*\*\s*[A-Za-z(]")
 _OPTION_TEXT = re.compile(r"\(?([A-E])\)\s+\S.*|([A-E])[.:]\s+\S.*", re.DOTALL)
 _SENTENCE = re.compile(r"(?:[A-Za-z]{2,}\W+){2,}")
 
@@ -78,7 +78,8 @@ def reference_form(ref: str, stated: Callable[[str], list[str]] | None = None) -
     s = re.sub(r"(?<=\d),\\!\s*(?=\d{3}(?!\d))", "", ref.strip())
     if m := _OPTION_TEXT.fullmatch(s):
         return f"({m.group(1) or m.group(2)})"
-    if stated is not None and _SENTENCE.match(s) and re.search(r"[\d\\$]", s):
+    sentence = _SENTENCE.match(s) or re.match(r"(?:final\s+)?answer\s*[:=]", s, re.IGNORECASE)
+    if stated is not None and sentence and re.search(r"[\d\\$]", s):
         found = stated(s)
         if len(found) == 1 and found[0] != s:
             s = found[0]

@@ -58,6 +58,10 @@ def _tag_candidates(region: str) -> list[str]:
     return out
 
 
+_FILLER = re.compile(r"^(?:therefore|thus|hence|so|then|simply|just|donc|alors|ainsi|finalement|"
+                     r"entonces|por\s+lo\s+tanto|also|daher)(?![A-Za-z])\s*,?\s*", re.IGNORECASE)
+
+
 def _phrase_candidates(region: str) -> list[str]:
     matches = list(_PHRASE.finditer(region))
     if not matches:
@@ -65,6 +69,7 @@ def _phrase_candidates(region: str) -> list[str]:
     last = matches[-1]
     rest = re.sub(r"^[}*:：\s]+", "", region[last.end():])  # "**Answer:** 6", "\\textbf{Answer:} 6"
     line = rest.split("\n", 1)[0]
+    line = _FILLER.sub("", line)  # "the answer is therefore 12", "la réponse est donc 12"
     boxes = boxed_contents(line)
     if boxes:
         return boxes
