@@ -489,6 +489,8 @@ KIND_CASES = [  # (kind, class, reference, response, expected)
     ("k5_languages", "hedge", "12", "The answer is therefore 12 or 13.", 0),
     ("k6_choice", "choice", "B", "Answer: (B) and not (C)", 1),
     ("k6_choice", "choice", "D", "Answer: (B) and not (C)", 0),
+    ("k6_choice", "choice", "A", "Let me think about it.\nA nice problem, but I cannot finish it.", 0),
+    ("k6_choice", "choice", "A", "Checking each option, A is correct.", 1),
     ("k8_identities", "identities", "\\frac12", "\\boxed{\\sin 30^\\circ}", 1),
     ("k8_identities", "identities", "5", "\\boxed{|3+4i|}", 1),
     ("k8_identities", "identities", "-i", "\\boxed{\\frac{1}{i}}", 1),

@@ -5,7 +5,9 @@ A response earns reward 1 when its single final answer equals the reference. The
 1. extract candidate answers from the final-answer region (`math_extract`, policy per dataset via
    `extract=` or per problem via `metadata["extract"]`); none → reward 0, flag `no_answer`;
 2. strictness: two or more *different* answers (two boxes, "3 or 4", a list where the reference is a
-   single value) → reward 0, flag `multiple_answers`;
+   single value, two boxes joined by a relation) → reward 0, flag `multiple_answers`; what each
+   answer and the reference claim is read first (`math_claims`: dataset-style references, an
+   equation's right side, the exact value before `\\approx`, the option letter not ruled out);
 3. plain numbers are compared exactly in-process (`math_fast`), also against a reference that
    evaluates to a number (its value is computed once per new reference, in a worker); everything else
    goes to math-verify in a worker process under a hard budget (`timeout_s`, default 5 s: a check

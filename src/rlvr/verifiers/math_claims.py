@@ -133,6 +133,8 @@ _NEGATION = re.compile(
     r"rather\s+than|instead\s+of|excluding|except|non|pas|ni|nicht|no\s+es)(?![A-Za-z])"
     r"|不是|而非|并非|非|排除)", re.IGNORECASE)
 _CLAUSE_END = re.compile(r"[.;!?。；！？\n]|,(?=\s*(?:so|but|and|thus|hence|donc|mais)\b)")
+# "A nice problem.": the article, not option A ("A is correct" and "(A) works" are the option).
+_ARTICLE = re.compile(r"A\s+(?!(?:is|was|and|or|since|because|as|being|it)(?![A-Za-z]))[a-z]{2,}")
 _LETTER = re.compile(r"(?<![A-Za-z\\])\(?([A-E])\)?(?![A-Za-z])")
 
 
@@ -150,5 +152,6 @@ def chosen_options(text: str, always: bool = False) -> list[str] | None:
         if i < m.end():
             i = m.end()
     keep.append(text[i:])
-    letters = [m.group(1) for m in _LETTER.finditer(" ".join(keep))]
+    kept = " ".join(keep)
+    letters = [m.group(1) for m in _LETTER.finditer(kept) if not _ARTICLE.match(kept, m.start())]
     return list(dict.fromkeys(letters))

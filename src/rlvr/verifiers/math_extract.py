@@ -4,10 +4,11 @@ Only the final-answer region counts: the text after the last `</think>` (a respo
 never closes has no final region). Within it a policy collects candidate answer strings:
 
 - "boxed":      the last run of `\\boxed{...}` / `\\fbox{...}` joined only by separators (a nested
-                box counts once, by its content; see `math_prose.last_box_run`);
+                box counts once, by its content; see `math_prose.last_box_run`); an empty last
+                box is no answer, whatever the prose says;
 - "answer_tag": every `<answer>...</answer>`; a box inside a tag narrows the tag to the box;
-- "phrase":     the last "answer is ..." / "answer: ..." phrase or GSM8K's `#### ` marker, up to
-                the end of its line;
+- "phrase":     the last "answer is ..." / "answer: ..." phrase (also French, Spanish, German,
+                Russian, Chinese, Japanese) or GSM8K's `#### ` marker, up to the end of its line;
 - "whole":      the whole region, for responses that are only an answer (`$\\frac{1}{2}$`, `x = 3`);
 - "auto":       the first of answer_tag, boxed, phrase that finds something, else "whole" when the
                 region is a bare answer (one math block, or a short string with at most one word),
