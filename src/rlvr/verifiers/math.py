@@ -28,6 +28,7 @@ from __future__ import annotations
 import threading
 import time
 from fractions import Fraction
+from functools import lru_cache
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
@@ -233,12 +234,17 @@ def _reference_text(reference: Any) -> str | None:
     if isinstance(reference, (int, float)):
         return repr(reference)
     if isinstance(reference, str) and reference.strip():
-        boxes = boxed_contents(reference)  # a reference written as a worked answer: its boxes
-        if boxes:
-            return ", ".join(boxes)
-        text = reference.strip().strip("$").strip()
-        return reference_form(text, lambda s: extract_candidates(s, "auto")[0]) if text else None
+        return _reference_string(reference)
     return None
+
+
+@lru_cache(maxsize=65536)  # every response of a group carries the same reference
+def _reference_string(reference: str) -> str | None:
+    boxes = boxed_contents(reference)  # a reference written as a worked answer: its boxes
+    if boxes:
+        return ", ".join(boxes)
+    text = reference.strip().strip("$").strip()
+    return reference_form(text, lambda s: extract_candidates(s, "auto")[0]) if text else None
 
 
 def _option_letter(ref: str) -> str:
