@@ -496,6 +496,8 @@ KIND_CASES = [  # (kind, class, reference, response, expected)
     ("k8_identities", "identities", "-i", "\\boxed{\\frac{1}{i}}", 1),
     ("k8_identities", "identities", "i", "\\boxed{\\frac{1}{i}}", 0),
     ("k8_identities", "identities", "\\cos x", "\\boxed{\\frac{\\sin 2x}{2\\sin x}}", 1),
+    ("k1_reference", "reference_syntax", "**5**", "\\boxed{5}", 1),  # markdown bold is no power
+    ("k1_reference", "reference_syntax", "(1+x)**2", "\\boxed{x^2+2x+1}", 1),
 ]
 
 

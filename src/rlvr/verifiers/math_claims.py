@@ -24,7 +24,7 @@ import re
 from typing import Callable
 
 _FUNCS = "sqrt|sin|cos|tan|cot|sec|csc|arcsin|arccos|arctan|log|ln|exp|pi"
-_PY_HINT = re.compile(rf"\*\*|\^\s*\(|(?<![\\A-Za-z])(?:{_FUNCS})(?![A-Za-z])|\d\s*\*\s*[A-Za-z(]")
+_PY_HINT = re.compile(rf"(?<=[\w)])\*\*|\^\s*\(|(?<![\\A-Za-z])(?:{_FUNCS})(?![A-Za-z])|\d\s*\*\s*[A-Za-z(]")
 _OPTION_TEXT = re.compile(r"\(?([A-E])\)\s+\S.*|([A-E])[.:]\s+\S.*", re.DOTALL)
 _SENTENCE = re.compile(r"(?:[A-Za-z]{2,}\W+){2,}")
 
@@ -42,8 +42,9 @@ def _python_to_latex(s: str) -> str:
     """`2**(1/4)` → `2^{(1/4)}`, `sqrt(x)` → `\\sqrt{x}`, `pi` → `\\pi`, `2*pi` → `2 \\cdot \\pi`."""
     out, i = [], 0
     while i < len(s):
-        m = re.match(r"\*\*\s*|\^\s*(?=\()", s[i:]) or re.match(r"sqrt\s*(?=\()", s[i:])
         prev = s[i - 1] if i else ""
+        m = (re.match(r"\*\*\s*", s[i:]) if prev.isalnum() or prev == ")" else None) \
+            or re.match(r"\^\s*(?=\()|sqrt\s*(?=\()", s[i:])
         if m and not (m.group(0).startswith("sqrt") and (prev.isalpha() or prev == "\\")):
             open_at = i + m.end()
             if s[open_at:open_at + 1] == "(" and (close := _match_paren(s, open_at)) > 0:
