@@ -72,11 +72,26 @@ def _check_prompt(prompt: Any, where: str, field: str = "prompt") -> Any:
                     f"got {type(prompt).__name__}", where=where)
 
 
+def _reference_column(row: dict, verifier: str) -> str | None:
+    """The column holding the reference: `reference`, `answer` or `tests`, else `solution` (MATH's
+    worked solution, whose box is the answer) except for code, where a solution is no test."""
+    found = next((k for k in ("reference", "answer", "tests") if k in row), None)
+    return found or ("solution" if "solution" in row and verifier != "code" else None)
+
+
+def _row_prompt(row: dict, where: str, field: str, required: bool) -> Any:
+    if not required and row.get(field) is None:
+        return ""
+    return _check_prompt(row.get(field), where, field)
+
+
 def row_to_problem(row: Any, where: str, index: int, default_verifier: str,
-                   prompt_field: str = "prompt") -> Problem:
+                   prompt_field: str = "prompt", require_prompt: bool = True) -> Problem:
+    """One row as a Problem. `require_prompt=False` (`rlvr verify`, which scores responses and
+    never generates) lets a row without a prompt through with an empty one."""
     if not isinstance(row, dict):
         raise DataError(f"a row must be a JSON object, got {type(row).__name__}", where=where)
-    prompt = _check_prompt(row.get(prompt_field), where, prompt_field)
+    prompt = _row_prompt(row, where, prompt_field, require_prompt)
     verifier = row.get("verifier") or default_verifier
     if not isinstance(verifier, str) or not verifier:
         raise DataError("field 'verifier' is missing (no default verifier set; use "
@@ -93,11 +108,12 @@ def row_to_problem(row: Any, where: str, index: int, default_verifier: str,
     if not isinstance(metadata, dict):
         raise DataError("field 'metadata' must be a mapping", where=where)
     metadata = dict(metadata)
+    ref_column = _reference_column(row, verifier)
     for key, value in row.items():
-        if key not in {prompt_field, "verifier", "id", "metadata", "reference", "answer", "tests"}:
+        if key not in {prompt_field, "verifier", "id", "metadata", "reference", "answer", "tests",
+                       ref_column}:
             metadata[key] = value
-    reference = row.get("reference", row.get("answer", row.get("tests")))
-    ref_column = next((k for k in ("reference", "answer", "tests") if k in row), None)
+    reference = row.get(ref_column) if ref_column else None
     if ref_column and ref_column != "reference":  # TRL reward functions get it under this name
         metadata["reference_column"] = ref_column
     metadata["source"] = where

@@ -39,6 +39,13 @@ EXPLOITS = [
     ("7", "\\boxed{7}\n\\boxed{\\text{see above}}"),
     ("7", "\\boxed{7 \\quad 8}"),
     ("7", "$7$ and $8$"),
+    # two boxes joined by a relation, an empty last box, hedges in other languages (issue 26)
+    ("\\frac13", "\\boxed{0.5} = \\boxed{\\frac13}"),
+    ("2", "$\\boxed{3} > \\boxed{2}$"),
+    ("7", "The answer is 7. \\boxed{}"),
+    ("12", "所以，答案是12或13"),
+    ("C", "The answer is C or D, not A."),
+    ("A", "The answer is not B, not C, not D."),
     # hedges across boxes, markers, options and remarks (the blind review's shapes, issue 17)
     ("5", "So the answer is $\\boxed{5}$ or $\\boxed{6}$."),
     ("5", "The answer is $\\boxed{5}$ if we include zero, otherwise $\\boxed{6}$."),

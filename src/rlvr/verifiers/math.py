@@ -5,7 +5,9 @@ A response earns reward 1 when its single final answer equals the reference. The
 1. extract candidate answers from the final-answer region (`math_extract`, policy per dataset via
    `extract=` or per problem via `metadata["extract"]`); none → reward 0, flag `no_answer`;
 2. strictness: two or more *different* answers (two boxes, "3 or 4", a list where the reference is a
-   single value) → reward 0, flag `multiple_answers`;
+   single value, two boxes joined by a relation) → reward 0, flag `multiple_answers`; what each
+   answer and the reference claim is read first (`math_claims`: dataset-style references, an
+   equation's right side, the exact value before `\\approx`, the option letter not ruled out);
 3. plain numbers are compared exactly in-process (`math_fast`), also against a reference that
    evaluates to a number (its value is computed once per new reference, in a worker); everything else
    goes to math-verify in a worker process under a hard budget (`timeout_s`, default 5 s: a check
@@ -26,15 +28,17 @@ from __future__ import annotations
 import threading
 import time
 from fractions import Fraction
+from functools import lru_cache
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
 from rlvr.types import Problem, Score
-from rlvr.verifiers.math_extract import (POLICIES, boxed_contents, extract_candidates, is_hedge,
-                                         split_parts)
+from rlvr.verifiers.math_claims import chosen_options, equation_claim, reference_form, split_approx
+from rlvr.verifiers.math_extract import (POLICIES, boxed_contents, extract_candidates, final_region,
+                                         is_hedge, split_parts)
 from rlvr.verifiers.math_forms import (as_interval, as_list, decimal_comma, drop_remark, expand_pm,
-                                       one_value)
+                                       one_value, text_key)
 from rlvr.verifiers.math_fast import (Number, fast_equal, normalize, number_vs_shape,
                                       numbers_equal, same_when_rounded, to_number)
 from rlvr.verifiers.workers import WorkerPool
@@ -110,17 +114,22 @@ class MathVerifier:
         if policy not in POLICIES:
             return _Plan(Score(0.0, False, ("bad_reference",), details={"extract": policy}))
         candidates, source = extract_candidates(response, policy)
+        option = _option_letter(ref)
+        if option:
+            candidates = _options_chosen(candidates, response)
         if not candidates:
             return _Plan(Score(0.0, False, ("no_answer",), details=_details(t0, source, "none")))
         candidates = list(dict.fromkeys(candidates))[:_MAX_CANDIDATES + 1]  # more are a hedge anyway
         ref, candidates = expand_pm(ref), [expand_pm(drop_remark(c)) for c in candidates]
         single = _single_valued(ref)
+        if single:  # `\frac{\sqrt3}{3} \approx 0.577`: the exact value is the claim
+            candidates = [split_approx(c) for c in candidates]
         if single and any(is_hedge(c) for c in candidates) and not is_hedge(ref):
             return _Plan(Score(0.0, False, ("multiple_answers",), " | ".join(candidates),
                                _details(t0, source, "strict")))
         if single:
             ref = decimal_comma(ref)
-            candidates = [one_value(c, ref) for c in candidates]
+            candidates = [equation_claim(one_value(c, ref), ref) for c in candidates]
         answers = _distinct(candidates, single)
         extracted = " | ".join(answers)
         if len(answers) > 1:
@@ -225,11 +234,38 @@ def _reference_text(reference: Any) -> str | None:
     if isinstance(reference, (int, float)):
         return repr(reference)
     if isinstance(reference, str) and reference.strip():
-        boxes = boxed_contents(reference)  # a reference written as a worked answer: its boxes
-        if boxes:
-            return ", ".join(boxes)
-        return reference.strip().strip("$").strip() or None
+        return _reference_string(reference)
     return None
+
+
+@lru_cache(maxsize=65536)  # every response of a group carries the same reference
+def _reference_string(reference: str) -> str | None:
+    boxes = boxed_contents(reference)  # a reference written as a worked answer: its boxes
+    if boxes:
+        return ", ".join(boxes)
+    text = reference.strip().strip("$").strip()
+    return reference_form(text, lambda s: extract_candidates(s, "auto")[0]) if text else None
+
+
+def _option_letter(ref: str) -> str:
+    """The option letter a multiple-choice reference names (`D`, `(D)`, `\\text{(D)}`), or ""."""
+    word = text_key(ref)
+    return word.upper() if word and len(word) == 1 and word in "abcde" else ""
+
+
+def _options_chosen(candidates: list[str], response: str) -> list[str]:
+    """Against an option-letter reference: an answer that rules letters out ("D, it can't be A or
+    B") is the letter it keeps; with no candidate at all, the letters of the closing line are read
+    that way ("The correct choice is B."; two letters left are two answers)."""
+    if not candidates:
+        lines = final_region(response).strip().splitlines()
+        chosen = chosen_options(lines[-1][-300:], always=True) if lines else None
+        return [f"({c})" for c in chosen or []]
+    out = []
+    for candidate in candidates:
+        chosen = chosen_options(candidate)
+        out.extend([candidate] if chosen is None else [f"({c})" for c in chosen] or [candidate])
+    return out
 
 
 def _single_valued(ref: str) -> bool:

@@ -4,10 +4,11 @@ Only the final-answer region counts: the text after the last `</think>` (a respo
 never closes has no final region). Within it a policy collects candidate answer strings:
 
 - "boxed":      the last run of `\\boxed{...}` / `\\fbox{...}` joined only by separators (a nested
-                box counts once, by its content; see `math_prose.last_box_run`);
+                box counts once, by its content; see `math_prose.last_box_run`); an empty last
+                box is no answer, whatever the prose says;
 - "answer_tag": every `<answer>...</answer>`; a box inside a tag narrows the tag to the box;
-- "phrase":     the last "answer is ..." / "answer: ..." phrase or GSM8K's `#### ` marker, up to
-                the end of its line;
+- "phrase":     the last "answer is ..." / "answer: ..." phrase (also French, Spanish, German,
+                Russian, Chinese, Japanese) or GSM8K's `#### ` marker, up to the end of its line;
 - "whole":      the whole region, for responses that are only an answer (`$\\frac{1}{2}$`, `x = 3`);
 - "auto":       the first of answer_tag, boxed, phrase that finds something, else "whole" when the
                 region is a bare answer (one math block, or a short string with at most one word),
@@ -30,7 +31,11 @@ POLICIES = ("auto", "boxed", "answer_tag", "phrase", "whole")
 _WHOLE_MAX_CHARS = 300      # a "whole response" answer longer than this is prose, not an answer
 _AUTO_WHOLE_MAX_CHARS = 80  # auto mode only reads short bare responses as answers
 _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
-_PHRASE = re.compile(r"(?:final\s+answer|answer)\s*(?:is|:|=)\s*:?\s*|^[ \t]*####[ \t]*",
+# The answer phrase in English, French, Spanish, German and Chinese ("la réponse est", "答案是").
+_PHRASE = re.compile(r"(?:final\s+answer|answer|r[ée]ponse(?:\s+finale)?|respuesta|antwort)\s*"
+                     r"(?:(?:is|ist|est|es)(?![A-Za-z])|:|=)\s*:?\s*|^[ \t]*####[ \t]*"
+                     r"|答案\s*(?:是|为|為|[:：])\s*|(?:故|应|答案)选\s*[:：]?\s*|答え\s*(?:は|[:：])\s*"
+                     r"|ответ\s*[:：]\s*|antwort\s+lautet\s*:?\s*",
                      re.IGNORECASE | re.MULTILINE)
 
 
@@ -54,18 +59,24 @@ def _tag_candidates(region: str) -> list[str]:
     return out
 
 
+_FILLER = re.compile(r"^(?:therefore|thus|hence|so|then|simply|just|donc|alors|ainsi|finalement|"
+                     r"entonces|por\s+lo\s+tanto|also|daher)(?![A-Za-z])\s*,?\s*", re.IGNORECASE)
+
+
 def _phrase_candidates(region: str) -> list[str]:
     matches = list(_PHRASE.finditer(region))
     if not matches:
         return []
     last = matches[-1]
-    rest = re.sub(r"^[}*:\s]+", "", region[last.end():])  # "**Answer:** 6", "\\textbf{Answer:} 6"
+    rest = re.sub(r"^[}*:：\s]+", "", region[last.end():])  # "**Answer:** 6", "\\textbf{Answer:} 6"
     line = rest.split("\n", 1)[0]
+    line = _FILLER.sub("", line)  # "the answer is therefore 12", "la réponse est donc 12"
     boxes = boxed_contents(line)
     if boxes:
         return boxes
-    # A sentence ends at ". " followed by a capital letter; decimals keep their point.
-    line = re.split(r"\.\s+(?=[A-Z])", line, maxsplit=1)[0]
+    # A sentence ends at ". " followed by a capital letter (or at a CJK full stop); decimals keep
+    # their point.
+    line = re.split(r"\.\s+(?=[A-Z])|。", line, maxsplit=1)[0]
     if line.count("**") == 1:  # "answer is **(B)**.": the opening ** went with the phrase
         line = re.sub(r"\*\*\s*\.?\s*$", "", line)
     return [strip_delimiters(line)]
@@ -98,6 +109,8 @@ def extract_candidates(text: str, policy: str = "auto") -> tuple[list[str], str]
     }
     order = ["answer_tag", "boxed", "phrase"] if policy == "auto" else [policy]
     for name in order:
+        if name == "boxed" and boxes and not boxes[-1].strip():
+            return [], name  # the last box is empty: the answer the format asks for is missing
         found = [c for c in map(strip_delimiters, finders[name]()) if c]
         if found and name == "boxed" and (hedged or _hedge_after_box(region)):
             found.append(_HEDGE_MARK)
@@ -124,8 +137,8 @@ def _looks_bare(answer: str) -> bool:
     if len(answer) > 3 and not re.search(r"[\d\\]", answer) or len(answer.split()) > 5:
         return False
     outside = MATH.sub(" ", answer)
-    if re.search(r"[.!?]\s", outside):
-        return False
+    if re.search(r"[.!?]\s", outside) or re.search(r"[^\W\d_A-Za-z]{2,}", outside):
+        return False  # a second sentence, or words of a script without spaces ("计划的比例为13/28")
     words = re.findall(r"(?<!\\)\b[A-Za-z]{3,}\b", re.sub(r"\\[A-Za-z]+(\{[^{}]*\})?", " ", outside))
     return len(words) <= 1
 

@@ -27,9 +27,14 @@ _UNITS = (
     "weeks?|months?|years?|dollars?|cents?|euros?|degrees?|inch(?:es)?|in|feet|foot|ft|yards?|yd|"
     "miles?|mi|mph|km/h|m/s|liters?|litres?|l|ml|units?|square\\s+\\w+|sq\\s*\\w+|cubic\\s+\\w+|"
     "meters?|metres?|centimeters?|kilometers?|grams?|kilograms?|people|students?|points?|ways?|"
-    "times|apples|marbles|books|cookies|percent"
+    "times|apples|marbles|books|cookies"
 )
-_TRAILING_UNIT = re.compile(rf"(?<=[\d}}.])\s*(?:\\,|\\ |~)?\s*(?:{_UNITS})\.?$", re.IGNORECASE)
+# A unit may carry a power (`10 cm^2`, `3 m³`); "percent" is not a unit but a scale (see to_number).
+_TRAILING_UNIT = re.compile(rf"(?<=[\d}}.])\s*(?:\\,|\\ |~)?\s*(?:{_UNITS})(?:\^\{{?[23]\}}?|²|³)?\.?$",
+                            re.IGNORECASE)
+# Percent written as a word or in text (`33.5 percent`, `33.5 pct`, `\frac12\text{ percent}`) is `%`.
+_PERCENT_WORD = re.compile(r"\s*(?:\\(?:text|mbox|mathrm)\s*\{\s*(?:percent|pct|\\?%)\s*\}|(?<![A-Za-z])"
+                           r"(?:percent|per\s*cent|pct)\.?)\s*$", re.IGNORECASE)
 _TEXT_WRAP = re.compile(r"\\(?:text|textbf|mathrm|mathbf|mbox|textnormal|operatorname)\s*\{([^{}]*)\}")
 _TRAILING_TEXT = re.compile(r"(?<=[\d}.])\s*\\(?:text|mbox|mathrm)\s*\{\s*[A-Za-z][A-Za-z .²³/^-]*\}$")
 _TRAILING_WORDS = re.compile(r"(?<=[\d.])\s+[A-Za-z]{3,}(?:\s+[A-Za-z]{3,}){0,2}\.?$")  # "18 stickers"
@@ -54,6 +59,7 @@ class Number(NamedTuple):
     value: Fraction
     percent: bool      # written with %, so its hundredth is also accepted
     decimal: bool      # written with a decimal point (or as a percentage of one)
+    places: int = 0    # digits after the decimal point as written
 
 
 def normalize(answer: str) -> str:
@@ -64,6 +70,7 @@ def normalize(answer: str) -> str:
                      ("\\varnothing", "\\emptyset"), ("−", "-"), ("\\%", "%"), ("\\$", "$")):
         s = s.replace(old, new)
     s = re.sub(r"(?<!\\)\\ ", "", s)  # a LaTeX space, not a matrix row break
+    s = _PERCENT_WORD.sub("%", s)
     s = _TRAILING_TEXT.sub("", s)
     s = _DEGREES.sub("", s)
     s = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", s)
@@ -77,6 +84,7 @@ def _strip_decorations(s: str) -> str:
     for _ in range(3):
         s2 = _TEXT_WRAP.sub(r"\1", s).strip()
         s2 = re.sub(r"^\{(.*)\}$", r"\1", s2).strip()
+        s2 = re.sub(r"^\[([^\[\],;]*)\]$", r"\1", s2).strip()  # `[45 degrees]`: one value in brackets
         s2 = _TRAILING_UNIT.sub("", s2).strip()
         s2 = _TRAILING_WORDS.sub("", s2).strip()
         s2 = _CURRENCY.sub("", s2)
@@ -101,7 +109,8 @@ def to_number(answer: str) -> Number | None:
     value = _read_value(s)
     if value is None:
         return None
-    return Number(value[0], percent, value[1])
+    places = len(m.group(1)) if _NUMBER.fullmatch(s) and (m := re.search(r"\.(\d+)", s)) else 0
+    return Number(value[0], percent, value[1], places)
 
 
 def _read_value(s: str) -> tuple[Fraction, bool] | None:
@@ -158,7 +167,11 @@ def _values_equal(a: Fraction, a_dec: bool, b: Fraction, b_dec: bool) -> bool:
 
 
 def numbers_equal(pred: Number, ref: Number) -> bool:
-    """Equality of two plain numbers, with percentages read either way."""
+    """Equality of two plain numbers, with percentages read either way. Two decimals that both
+    carry at least ROUND_PLACES digits (`0.0666668`, `0.066666793`) are two roundings of one value
+    and are equal when they agree to ROUND_PLACES places; a shorter decimal is read exactly."""
+    if min(pred.places, ref.places) >= ROUND_PLACES and not (pred.percent or ref.percent):
+        return same_when_rounded(pred.value, ref.value)
     preds = [(pred.value, pred.decimal)]
     if pred.percent:
         preds.append((pred.value / 100, True))

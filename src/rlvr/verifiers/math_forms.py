@@ -166,7 +166,9 @@ def drop_remark(answer: str) -> str:
 
 
 _MODULUS = re.compile(r"\s*(?:\\pmod\s*\{?\s*\w+\s*\}?|\(\s*\\b?mod\s*\{?\s*\w+\s*\}?\s*\))\s*$")
-_OPTION = re.compile(r"(?:\\text(?:bf)?\s*\{\s*)?\(([A-Ea-e])\)\s*\}?(.*)", re.DOTALL)
+# An option label with its text: `(B) 12`, `\\textbf{(B) } 12`, `B) 12`, `B. Alina`, `B: Alina`.
+_OPTION = re.compile(r"(?:\\text(?:bf)?\s*\{\s*)?(?:\(([A-Ea-e])\)|([A-Ea-e])[).:](?=\s))\s*\}?(.*)",
+                     re.DOTALL)
 
 
 def one_value(answer: str, reference: str) -> str:
@@ -178,6 +180,6 @@ def one_value(answer: str, reference: str) -> str:
         answer = _MODULUS.sub("", answer) or answer
     ref_word = text_key(reference)
     option = _OPTION.fullmatch(answer.strip())
-    if ref_word and len(ref_word) == 1 and option and not re.search(r"\([A-Ea-e]\)", option.group(2)):
-        return f"({option.group(1)})"
+    if ref_word and len(ref_word) == 1 and option and not re.search(r"\([A-Ea-e]\)", option.group(3)):
+        return f"({option.group(1) or option.group(2)})"
     return answer

@@ -10,7 +10,7 @@ _BOX_COMMANDS = ("\\boxed", "\\fbox")
 _DELIMS = (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$"), ("**", "**"))
 _CONNECTIVE = re.compile(
     r"\\(?:lor|vee|veebar)(?![A-Za-z])|(?<![A-Za-z\\])(?:or|either|otherwise|alternatively|maybe|"
-    r"possibly|perhaps)(?![A-Za-z])", re.IGNORECASE)
+    r"possibly|perhaps|ou|oder)(?![A-Za-z])|或|还是|也许", re.IGNORECASE)  # French, German, Chinese too
 _TEXT_CMD = re.compile(r"\\(?:text|textbf|textit|mathrm|mbox|textnormal)\s*\{\s*([^{}]*)\}")
 
 

@@ -26,7 +26,7 @@ MATH = re.compile(
     r"\$\$(.+?)\$\$"
     r"|(?<![\\$])\$(?!\$)(?:(?=\s*\d)((?:\\.|[^$\\])+?)(?<!\s)|(?!\s*\d)((?:\\.|[^$\\])+?))\$(?!\d)"
     r"|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
-_NUM = re.compile(r"(?<![\w.^_])-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?(?:\s*%)?")
+_NUM = re.compile(r"(?<![A-Za-z0-9_.^])-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?(?:\s*%)?")
 _OPTION = re.compile(r"(?<![\w\\])\(([A-E])\)(?!\w)")  # "The correct option is (B)."
 _CURRENCY = re.compile(r"(?:US)?\\?\$(?=\s?\d)")
 # What may stand between two boxes of one answer: spacing, math delimiters, commas, "and", and
@@ -45,6 +45,16 @@ def _offers_both(gap: str) -> bool:
     return bool(_CONNECTIVE.search(plain) or _CONDITIONAL.search(plain))
 
 
+# A relation between two boxes (`\boxed{0.5} = \boxed{\frac13}`) offers both as the answer; a
+# name the next box assigns (`$x = \boxed{2}$, $y = \boxed{3}$`) is no relation between them.
+_RELATION = re.compile(r"=|<|>|\\(?:approx|ne|neq|le|ge|leq|geq|equiv|sim|simeq)(?![A-Za-z])|≈|≠")
+_NAME = re.compile(r"[A-Za-z](?:_\{?\w+\}?)?(?:\^\{?\w+\}?)?\s*=")
+
+
+def _relates(gap: str) -> bool:
+    return bool(_RELATION.search(_NAME.sub(" ", gap)))
+
+
 def math_bodies(text: str) -> list[tuple[int, int, str]]:
     """(start, end, content) of each math span in `text`."""
     return [(m.start(), m.end(), next(g for g in m.groups() if g is not None))
@@ -61,7 +71,7 @@ def last_box_run(region: str) -> tuple[list[str], bool]:
     hedged = False
     for (_, end, before), (start, _, content) in zip(spans, spans[1:]):
         gap = region[end:start]
-        if before != content and _offers_both(gap):
+        if before != content and (_offers_both(gap) or _relates(gap)):
             hedged = True
         if len(gap) <= _MAX_JOIN_CHARS and _JOIN.fullmatch(gap):
             run.append(content)
@@ -81,7 +91,7 @@ def closing_sentence(region: str) -> str:
         return f"\x00{len(maths) - 1}\x00"
 
     held = _CURRENCY.sub("USD ", MATH.sub(hold, region[-4000:]))
-    sentences = re.split(r"(?<=[.!?])\s+|\n+", held)
+    sentences = re.split(r"(?<=[.!?])\s+|(?<=[。！？])|\n+", held)
     for sentence in reversed(sentences):
         if re.search(r"\x00|\d", sentence) or _OPTION.search(sentence):
             return re.sub(r"\x00(\d+)\x00", lambda m: maths[int(m.group(1))], sentence)

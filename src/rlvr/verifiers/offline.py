@@ -2,9 +2,13 @@
 
     rlvr verify --verifier math --input in.jsonl --output out.jsonl [--option timeout_s=1]
 
-Input rows are JSON objects: `{"response", "reference"}` for math, `{"response", "constraints":
-[{"type", "args"}]}` for constraints; other keys are kept (and passed to the verifier as problem
-metadata, so `extract`, `language`, ... work per row). Output rows repeat the input and add
+Input rows are JSON objects: `response` plus what the verifier needs, as in training data
+(`rlvr.data.row_to_problem` builds each Problem, so a row scores here exactly as in training):
+`reference` (or `answer`, or `solution`) for math, `constraints: [{"type", "args"}]` for
+constraints, a code dataset's own fields (`prompt`, `entry_point`, `test`, ...) or `tests` for
+code. `prompt` is optional here (training requires it); other keys are kept and passed to the
+verifier as problem metadata, so `extract`, `language`, ... work per row. Output rows repeat the
+input and add
 `reward`, `correct`, `flags`, `extracted` and `ms`. A progress bar runs on stderr; a summary
 (accuracy, mean reward, flag counts, throughput, p50/p99 latency) ends the run.
 
@@ -19,6 +23,7 @@ Output is written to a temporary file beside the target and renamed into place a
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -29,11 +34,13 @@ from typing import Any, Sequence
 
 import yaml
 
+from rlvr.data import row_to_problem
 from rlvr.errors import DataError, UserError
 from rlvr.types import Problem, Score
-from rlvr.verifiers.base import get_verifier, verifier_names
+from rlvr.verifiers.base import get_verifier, verifier_names, verifier_options
 
-_REQUIRED = {"math": ("reference",), "constraints": ("constraints",)}
+# Any one of these fields is required, per verifier.
+_REQUIRED = {"math": ("reference", "answer", "solution"), "constraints": ("constraints",)}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -74,9 +81,12 @@ def read_rows(path: Path, verifier: str) -> list[dict[str, Any]]:
                 raise DataError(f"invalid JSON ({exc.msg})", where=where) from None
             if not isinstance(row, dict):
                 raise DataError("a row must be a JSON object", where=where)
-            for field in ("response",) + _REQUIRED.get(verifier, ()):
-                if field not in row:
-                    raise DataError(f"missing field {field!r}", where=where)
+            if "response" not in row:
+                raise DataError("missing field 'response'", where=where)
+            needed = _REQUIRED.get(verifier, ())
+            if needed and not any(field in row for field in needed):
+                others = f" (or {', '.join(repr(f) for f in needed[1:])})" if needed[1:] else ""
+                raise DataError(f"missing field {needed[0]!r}{others}", where=where)
             if not isinstance(row["response"], str):
                 raise DataError("field 'response' must be a string", where=where)
             row["_line"] = line_no
@@ -85,16 +95,20 @@ def read_rows(path: Path, verifier: str) -> list[dict[str, Any]]:
 
 
 def _problem(row: dict[str, Any], path: Path, verifier: str) -> Problem:
-    metadata = {k: v for k, v in row.items() if k not in ("response", "_line")}
-    return Problem(f"{path}:{row['_line']}", "", row.get("reference"), verifier, metadata)
+    """The Problem training would build from this row (the CLI's verifier, whatever the row
+    names), with an id unique to its line."""
+    where = f"{path}:{row['_line']}"
+    fields = {k: v for k, v in row.items() if k not in ("response", "_line", "verifier")}
+    problem = row_to_problem(fields, where, row["_line"], verifier, require_prompt=False)
+    return dataclasses.replace(problem, id=where)
 
 
 def _bad_references(verifier: Any, problems: list[Problem], name: str) -> dict[str, str]:
     """Problem id → why its reference cannot be used, for the rows that will score 0."""
-    field = _REQUIRED.get(name, ("reference",))[0]
     verdicts: dict[str, str | None] = {}
     bad: dict[str, str] = {}
     for problem in problems:
+        field = problem.metadata.get("reference_column", _REQUIRED.get(name, ("reference",))[0])
         key = json.dumps([problem.reference, problem.metadata.get("constraints"),
                           problem.metadata.get("extract")], sort_keys=True, default=str)
         if key not in verdicts:
@@ -162,7 +176,13 @@ def _summary(n: int, stats: dict[str, Any], latencies: list[float], seconds: flo
 def run(args: argparse.Namespace) -> str:
     """Score `args.input` into `args.output`; returns the summary text."""
     try:
-        verifier = get_verifier(args.verifier, **_options(args.option))
+        options = _options(args.option)
+        valid = verifier_options(args.verifier)
+        unknown = sorted(set(options) - set(valid)) if valid is not None else []
+        if unknown:
+            raise UserError(f"verifier {args.verifier!r} has no option {', '.join(unknown)}; "
+                            f"valid options: {', '.join(valid or []) or 'none'}")
+        verifier = get_verifier(args.verifier, **options)
     except KeyError as exc:
         raise UserError(str(exc.args[0])) from None
     except (TypeError, ValueError) as exc:
