@@ -1,0 +1,25 @@
+"""A new user's first hour (issue 30): mistakes that used to pass silently are loud now."""
+
+import json
+import warnings
+
+import pytest
+
+from rlvr import config
+from rlvr.cli.main import main
+from rlvr.errors import ConfigError
+
+
+def test_train_path_with_a_builtin_task_is_refused_naming_what_to_drop(tmp_path, capsys):
+    data = tmp_path / "mine.jsonl"
+    data.write_text(json.dumps({"prompt": "1+1=", "reference": "2"}) + "\n")
+    code = main(["train", "quickstart", "model.path=builtin:tiny-llama", f"data.train_path={data}",
+                 f"run.dir={tmp_path / 'run'}"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "data.task='arithmetic'" in err and "data.task=''" in err and "data.train_path" in err
+    assert not (tmp_path / "run").exists()
+    with pytest.raises(ConfigError, match="data.eval_path"):
+        config.from_dict({}, [f"data.eval_path={data}"])
+    config.from_dict({}, ["data.task=", f"data.train_path={data}"])   # files alone are fine
+    config.from_dict({}, [])                                          # the task alone too
