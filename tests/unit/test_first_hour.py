@@ -1,7 +1,6 @@
 """A new user's first hour (issue 30): mistakes that used to pass silently are loud now."""
 
 import json
-import warnings
 
 import pytest
 

@@ -54,6 +54,8 @@ class RunConfig:
     transcripts_every: int = 10     # steps between sampled transcripts written to transcripts.jsonl
     # stop after this many non-finite updates in a row
     max_bad_steps: int = at_least(1, "an integer >= 1", 5)
+    # stop at the first reward term that raises or times out (default: report it, score 0, go on)
+    strict_rewards: bool = False
     # auto (cuda when available) | cpu | cuda | cuda:N
     device: str = rule("auto", lambda v: bool(_DEVICE.match(v)), "auto, cpu, cuda or cuda:N")
     deterministic: bool = False     # GPU: deterministic algorithms + CUBLAS_WORKSPACE_CONFIG (slower)

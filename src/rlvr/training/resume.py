@@ -2,9 +2,9 @@
 
 A part has `state_dict()` and `load_state_dict(state)`. `trainer_state` merges the parts' dicts
 under the step; each part owns distinct top-level keys ("optimizer", "scheduler", "sampler",
-"rollouts", "doctor", "metrics_offsets", "bad_steps", "best", "rng"), the same keys checkpoints
-have always held, so older checkpoints resume. `restore` hands every part the whole dict, in the
-order given; a part reads only its own keys and supplies defaults for keys older checkpoints lack.
+"rollouts", "doctor", "metrics_offsets", "bad_steps", "reward_crashes", "best", "rng"), so older
+checkpoints resume. `restore` hands every part the whole dict, in the order given; a part reads
+only its own keys and supplies defaults for keys older checkpoints lack.
 The weights are not in this dict: the checkpoint holds them as a Hugging Face model, and they are
 loaded before the parts (see `TrainingState.load_weights`).
 """

@@ -88,7 +88,13 @@ class CallableVerifier:
         try:
             rewards = check_rewards(self.fn(**trl_kwargs(responses, problems, token_ids)), len(responses))
         except Exception as exc:  # a user reward function must not crash the run
-            return [Score(0.0, False, ("crash",), details={"error": repr(exc)}) for _ in responses]
+            import traceback
+
+            error = {"error": f"{type(exc).__name__}: {exc}"[:500], "flag": "crash",
+                     "traceback": traceback.format_exc()[-4000:]}
+            return [Score(0.0, False, ("crash",), details={"error": repr(exc),
+                                                           "term_errors": {self.name: error}})
+                    for _ in responses]
         return [Score(0.0, False, ("unscorable",)) if r is None else Score(r, r > 0, ())
                 for r in rewards]
 
