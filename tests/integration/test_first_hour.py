@@ -49,3 +49,54 @@ def test_strict_rewards_stops_the_run_at_the_first_failure(tmp_path, capsys, mon
     err = capsys.readouterr().err
     assert code == 2 and "reward term 'boom' failed at step 0" in err and "TypeError" in err
     assert [r["step"] for r in _lines(tmp_path) if "reward/mean" in r] == [0]
+
+
+def _config_yaml(tmp_path) -> str:
+    return (tmp_path / "run" / "config.yaml").read_text()
+
+
+def test_resume_says_where_it_resumed_and_refuses_a_changed_config(tmp_path, capsys):
+    base = _write_run(tmp_path, "data.verifier=math", "run.save_every=1", "grpo.steps=2",
+                      "grpo.lr_schedule=constant")
+    assert main(base) == 0
+    first = _config_yaml(tmp_path)
+    lines = (tmp_path / "run" / "metrics.jsonl").read_text()
+    capsys.readouterr()
+    assert main(base) == 0                          # the same config: a finished run, said so
+    out = capsys.readouterr().out
+    assert "resuming from" in out and "step-000002 (step 2 of 2)" in out and "nothing to train" in out
+    code = main([*base, "grpo.group_size=4", "rollout.temperature=0.5"])   # alters the run: refused
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "grpo.group_size: 2 -> 4" in err and "rollout.temperature: 1.0 -> 0.5" in err
+    assert "run.resume_allow_changes=true" in err
+    assert _config_yaml(tmp_path) == first and (tmp_path / "run" / "metrics.jsonl").read_text() == lines
+    assert main([*base, "grpo.steps=3", "doctor.window=3"]) == 0   # constant LR: more steps are fine
+    out = capsys.readouterr().out
+    assert "resuming from" in out and "(step 2 of 3)" in out and "grpo.steps: 2 -> 3" in out
+    assert _config_yaml(tmp_path) == first                          # the config steps 0-1 saw
+    resumed = tmp_path / "run" / "config.resume-step-000002.yaml"
+    assert "steps: 3" in resumed.read_text() and "steps: 2" in first
+    assert main([*base, "grpo.steps=4", "grpo.group_size=4", "run.resume_allow_changes=true"]) == 0
+    assert "group_size: 4" in (tmp_path / "run" / "config.resume-step-000003.yaml").read_text()
+    assert _config_yaml(tmp_path) == first
+
+
+def test_cosine_schedule_refuses_more_steps_on_resume(tmp_path, capsys):
+    base = _write_run(tmp_path, "data.verifier=math", "run.save_every=1", "grpo.steps=1")
+    assert main(base) == 0
+    capsys.readouterr()
+    assert main([*base, "grpo.steps=2"]) == 2
+    assert "grpo.steps: 1 -> 2" in capsys.readouterr().err
+
+
+def test_a_log_that_is_not_a_terminal_gets_a_banner_and_plain_metrics_lines(tmp_path, capsys):
+    # stdout is captured, not a terminal: no bar even with run.progress=true
+    assert main(_write_run(tmp_path, "data.verifier=math", "run.log_every=2", "run.progress=true")) == 0
+    out = capsys.readouterr().out.splitlines()
+    head = "\n".join(out[:6])
+    assert "model: builtin:tiny-llama" in head and "train.jsonl (4 problems)" in head
+    assert "verifiers: math" in head and "device: cpu" in head and "threads: 1" in head
+    plain = [line for line in out if line.startswith("step ")]
+    assert [line.split()[1] for line in plain] == ["2/3", "3/3"], out
+    assert "reward " in plain[0] and "s/step" in plain[0] and "eta " in plain[0]

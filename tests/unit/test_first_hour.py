@@ -22,3 +22,24 @@ def test_train_path_with_a_builtin_task_is_refused_naming_what_to_drop(tmp_path,
         config.from_dict({}, [f"data.eval_path={data}"])
     config.from_dict({}, ["data.task=", f"data.train_path={data}"])   # files alone are fine
     config.from_dict({}, [])                                          # the task alone too
+
+
+@pytest.mark.parametrize("column", ["reference", "answer", "solution"])
+def test_reference_answer_and_solution_are_the_reference_column_alike(tmp_path, column):
+    from rlvr.training.setup import build_problems
+
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"prompt": "What is 6*7?", column: "42"}) + "\n")
+    cfg = config.from_dict({}, ["data.task=", f"data.train_path={data}", "data.verifier=math"])
+    verifiers, train, _, _ = build_problems(cfg)
+    assert train[0].reference == "42" and column not in train[0].metadata
+    assert verifiers["math"].score_batch(["The answer is \\boxed{42}."], train)[0].correct
+
+
+def test_a_solution_beside_an_answer_stays_a_column_for_reward_functions(tmp_path):
+    from rlvr.data import load_problems
+
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"prompt": "q", "answer": "4", "solution": "2+2=4"}) + "\n")
+    p = load_problems(data, "math")[0]
+    assert p.reference == "4" and p.metadata["solution"] == "2+2=4"

@@ -27,6 +27,12 @@ from rlvr.monitor.stats import step_metrics
 from rlvr.types import Group
 
 
+def _terminal() -> bool:
+    import sys
+
+    return sys.stdout.isatty()
+
+
 class Meter:
     """The current step's timings and other metrics, written by whoever does the work."""
 
@@ -53,7 +59,9 @@ class RunLog:
         self.out, self.device, self.meter = out, device, meter   # out: a MetricsLog or NullLog
         self.doctor = Doctor(cfg)
         self.crashes, self.strict_rewards = RewardCrashes(), cfg.run.strict_rewards
-        self.total, self.progress = cfg.grpo.steps, cfg.run.progress and show_progress
+        # a bar only on a terminal: in a batch job's log rich would print nothing until the end
+        self.total, self.progress = cfg.grpo.steps, cfg.run.progress and show_progress and _terminal()
+        self.log_every = cfg.run.log_every if show_progress else 0
         self.max_new_tokens = cfg.rollout.max_new_tokens
         self.transcripts_every, self.max_bad_steps = cfg.run.transcripts_every, cfg.run.max_bad_steps
         self.bad_steps = 0
@@ -63,7 +71,7 @@ class RunLog:
     def steps(self, start: int) -> Iterator[int]:
         from rlvr.monitor.progress import Progress
 
-        with Progress(self.total, start, enabled=self.progress) as bar:
+        with Progress(self.total, start, enabled=self.progress, plain_every=self.log_every) as bar:
             self.bar = bar
             for step in range(start, self.total):
                 self.begin_step()
