@@ -100,3 +100,12 @@ def test_a_log_that_is_not_a_terminal_gets_a_banner_and_plain_metrics_lines(tmp_
     plain = [line for line in out if line.startswith("step ")]
     assert [line.split()[1] for line in plain] == ["2/3", "3/3"], out
     assert "reward " in plain[0] and "s/step" in plain[0] and "eta " in plain[0]
+
+
+def test_the_curriculum_logs_where_its_pool_stands(tmp_path):
+    assert main(_write_run(tmp_path, "data.verifier=math", "curriculum.enabled=true")) == 0
+    steps = [r for r in _lines(tmp_path) if "reward/mean" in r]
+    for r in steps:
+        counts = [r[f"curriculum/{k}"] for k in ("active", "retired", "deferred", "due", "unseen")]
+        assert sum(counts) == 4                                    # the pool: the file's 4 rows
+    assert steps[0]["curriculum/unseen"] == 2 and steps[-1]["curriculum/unseen"] == 0

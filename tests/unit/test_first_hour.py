@@ -1,6 +1,7 @@
 """A new user's first hour (issue 30): mistakes that used to pass silently are loud now."""
 
 import json
+import warnings
 
 import pytest
 
@@ -43,3 +44,18 @@ def test_a_solution_beside_an_answer_stays_a_column_for_reward_functions(tmp_pat
     data.write_text(json.dumps({"prompt": "q", "answer": "4", "solution": "2+2=4"}) + "\n")
     p = load_problems(data, "math")[0]
     assert p.reference == "4" and p.metadata["solution"] == "2+2=4"
+
+
+def test_the_lr_scheduler_warning_filter_matches_torchs_message():
+    import importlib
+
+    import rlvr.train
+
+    importlib.reload(rlvr.train)   # installs the filter (pytest restored the filters after earlier tests)
+
+    torch_says = ("Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 and "
+                  "later, you should call them in the opposite order: `optimizer.step()` before "
+                  "`lr_scheduler.step()`.")
+    ours = [f for f in warnings.filters if f[0] == "ignore" and f[1] is not None
+            and f[1].pattern == rlvr.train.LR_WARNING]     # not pytest's own (pyproject.toml)
+    assert ours and ours[0][1].match(torch_says)
