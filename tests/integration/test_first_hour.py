@@ -100,6 +100,7 @@ def test_a_log_that_is_not_a_terminal_gets_a_banner_and_plain_metrics_lines(tmp_
     plain = [line for line in out if line.startswith("step ")]
     assert [line.split()[1] for line in plain] == ["2/3", "3/3"], out
     assert "reward " in plain[0] and "s/step" in plain[0] and "eta " in plain[0]
+    assert "no held-out evaluation" in out[-1] and "None" not in out[-1]   # data.heldout_size=0
 
 
 def test_the_curriculum_logs_where_its_pool_stands(tmp_path):

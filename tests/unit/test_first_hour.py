@@ -59,3 +59,15 @@ def test_the_lr_scheduler_warning_filter_matches_torchs_message():
     ours = [f for f in warnings.filters if f[0] == "ignore" and f[1] is not None
             and f[1].pattern == rlvr.train.LR_WARNING]     # not pytest's own (pyproject.toml)
     assert ours and ours[0][1].match(torch_says)
+
+
+def test_an_all_lowercase_response_can_have_several_sentences():
+    from rlvr.types import Problem
+    from rlvr.verifiers.constraints import ConstraintsVerifier, count_sentences
+
+    assert count_sentences("i came. i saw. i left.") == 3
+    assert count_sentences("It opens at 9 a.m. and closes late.") == 1      # with capitals: unchanged
+    spec = [{"type": "letter_case", "args": {"case": "lower"}},
+            {"type": "sentence_count", "args": {"relation": "at least", "n": 3}}]
+    p = Problem("c", "q", spec, "constraints")
+    assert ConstraintsVerifier().score_batch(["i came. i saw. i left."], [p])[0].correct
