@@ -110,3 +110,32 @@ def test_the_curriculum_logs_where_its_pool_stands(tmp_path):
         counts = [r[f"curriculum/{k}"] for k in ("active", "retired", "deferred", "due", "unseen")]
         assert sum(counts) == 4                                    # the pool: the file's 4 rows
     assert steps[0]["curriculum/unseen"] == 2 and steps[-1]["curriculum/unseen"] == 0
+
+
+def test_sft_takes_conversational_pairs_and_prints_its_loss_as_it_goes(tmp_path, capsys):
+    rows = [{"prompt": [{"role": "user", "content": "1+1="}],
+             "completion": [{"role": "assistant", "content": ">2"}]},
+            {"messages": [{"role": "user", "content": "2+1="}, {"role": "assistant", "content": ">3"}]},
+            {"prompt": "3+1=", "completion": ">4"}]
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["sft", "--data", str(data), "--out", str(tmp_path / "s"), "--steps", "40",
+                 "--batch-size", "2", "--threads", "1"]) == 0
+    out = capsys.readouterr().out
+    assert [line.split(":")[0] for line in out.splitlines() if line.startswith("sft step")] == \
+        [f"sft step {s}/40" for s in range(2, 41, 2)]
+    from rlvr.cli.main import build_parser
+    sft_help = build_parser()._subparsers._group_actions[0].choices["sft"].format_help()
+    assert "(default: 300)" in sft_help and "(default: 64)" in sft_help
+
+
+def test_prompts_the_tiny_vocabulary_cannot_read_are_warned_about(tmp_path, capsys):
+    data = tmp_path / "words.jsonl"
+    data.write_text(json.dumps({"prompt": "What is 2+2?", "answer": "4"}) + "\n"
+                    + json.dumps({"prompt": "2+2=", "answer": "4"}) + "\n")
+    args = _write_run(tmp_path, "data.verifier=math", "grpo.steps=1")
+    args[args.index(f"data.train_path={tmp_path / 'train.jsonl'}")] = f"data.train_path={data}"
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "warning: 1 of 2 prompts hold text this tokenizer does not know" in out
+    assert "'W'" in out and "'?'" in out and "'2'" not in out

@@ -57,3 +57,24 @@ def resume_note(ckpt: Path, start: int, total: int, changed: list[tuple[str, Any
         lines.append(f"  the run already finished {total} steps: nothing to train (raise grpo.steps, "
                      "or use a new run.dir for a new run)")
     return "\n".join(lines)
+
+
+def unknown_text_warning(tokenizer: Any, problems: Sequence[Any], limit: int = 500) -> str | None:
+    """A warning when prompts hold text the tokenizer maps to its unknown token (the built-in tiny
+    model's character vocabulary turns most real prompts into `<unk>`), or None; reads at most
+    `limit` prompts."""
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if unk is None or not problems:
+        return None
+    sample = list(problems)[:limit]
+    texts = [p.prompt if isinstance(p.prompt, str) else " ".join(m["content"] for m in p.prompt)
+             for p in sample]
+    bad = [t for t in texts if unk in tokenizer(t, add_special_tokens=False)["input_ids"]]
+    if not bad:
+        return None
+    chars = sorted({c for t in bad[:20] for c in set(t)
+                    if tokenizer(c, add_special_tokens=False)["input_ids"] == [unk]})
+    shown = " ".join(repr(c) for c in chars[:20]) + (" ..." if len(chars) > 20 else "")
+    return (f"warning: {len(bad)} of {len(sample)} prompts hold text this tokenizer does not know, "
+            f"read as {tokenizer.unk_token!r}: {shown or 'sequences'}. The model cannot see it; "
+            "use a model whose tokenizer covers the data (model.path: a Hugging Face model)")

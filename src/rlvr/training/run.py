@@ -32,7 +32,7 @@ from rlvr.evaluation.metrics import greedy_accuracy
 from rlvr.monitor.log import MetricsLog, read_metrics
 from rlvr.training import checkpoint
 from rlvr.training.distributed import NullLog
-from rlvr.training.banner import banner, resume_note, say
+from rlvr.training.banner import banner, resume_note, say, unknown_text_warning
 from rlvr.training.resume import check_resume_config, restore, trainer_state, write_config
 from rlvr.training.runlog import Meter, RunLog
 from rlvr.training.seeds import seed_for
@@ -73,6 +73,9 @@ class Run:
         if is_main:
             write_config(cfg, resume_from, changed, checkpoint.step_of(resume_from))
             say(banner(cfg, device, models.policy, verifiers, train_problems, heldout))
+            unknown = unknown_text_warning(models.tokenizer, train_problems + heldout)
+            if unknown:
+                say(unknown)
         seed_all(cfg.seed)
         train_model, fsdp_copy = place_for_training(models.policy, dp)
         engine = build_engine(cfg, models.engine_model, models.tokenizer, device, dp, fsdp_copy, task)
