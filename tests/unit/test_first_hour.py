@@ -71,3 +71,13 @@ def test_an_all_lowercase_response_can_have_several_sentences():
             {"type": "sentence_count", "args": {"relation": "at least", "n": 3}}]
     p = Problem("c", "q", spec, "constraints")
     assert ConstraintsVerifier().score_batch(["i came. i saw. i left."], [p])[0].correct
+
+
+def test_an_unknown_verifier_option_names_the_key_and_lists_the_valid_ones():
+    from rlvr.tasks.base import build_verifiers
+
+    with pytest.raises(ConfigError) as err:
+        build_verifiers({"code"}, {"code": {"extrct": "raw"}})
+    message = str(err.value)
+    assert "data.verifier_options.code.extrct: unknown option" in message
+    assert "extract" in message and "timeout_s" in message and "__init__" not in message

@@ -62,6 +62,20 @@ def get_verifier(name: str, **options: Any) -> Verifier:
     return factory(**options)
 
 
+def verifier_options(name: str) -> list[str]:
+    """The keyword options the verifier registered under `name` takes ([] when it takes any)."""
+    import inspect
+
+    factory = _REGISTRY[name]
+    if isinstance(factory, str):
+        module, _, attr = factory.partition(":")
+        factory = getattr(importlib.import_module(module), attr)
+    params = inspect.signature(factory).parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return []
+    return sorted(p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
 class CallableVerifier:
     """Wraps a TRL reward function `f(prompts, completions, **kwargs) -> list[float | None]`
     unchanged, in this process (for the Python API; configs name functions through
