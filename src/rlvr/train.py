@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 import warnings
 from typing import Any
@@ -13,7 +14,9 @@ from rlvr.training.update import build_batch
 
 # The LR schedule follows training steps; a step whose groups all had zero advantage makes no
 # optimizer step, which torch reports as "scheduler before optimizer" although nothing is skipped.
-warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step()` before")
+# `message` is a regular expression: escaped, or "()" would be an empty group and never match.
+LR_WARNING = re.escape("Detected call of `lr_scheduler.step()` before")
+warnings.filterwarnings("ignore", message=LR_WARNING)
 
 
 def train(cfg: Config) -> dict[str, Any]:

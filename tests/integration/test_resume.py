@@ -118,8 +118,10 @@ def test_sigkill_at_random_points_then_resume_is_exact(tmp_path, cold_start_mode
 def test_resume_continues_the_log_without_duplicates(tmp_path):
     run_dir = tmp_path / "r"
     cfg = _config(tmp_path, run_dir)
-    subprocess.run(_cmd(cfg) + ["grpo.steps=4"], check=True, capture_output=True, timeout=300)
-    subprocess.run(_cmd(cfg) + ["grpo.steps=6"], check=True, capture_output=True, timeout=300)
+    # more steps on resume keep every step's learning rate only under a constant schedule
+    constant = ["grpo.lr_schedule=constant"]
+    subprocess.run(_cmd(cfg) + ["grpo.steps=4", *constant], check=True, capture_output=True, timeout=300)
+    subprocess.run(_cmd(cfg) + ["grpo.steps=6", *constant], check=True, capture_output=True, timeout=300)
     steps = [r["step"] for r in _metric_lines(run_dir) if "reward/mean" in r]
     assert steps == list(range(6))
 

@@ -238,11 +238,13 @@ def test_run_log_writes_one_line_per_step_in_key_order_and_stops_on_bad_updates(
 def test_run_log_state_truncates_the_files_and_restores_the_counters():
     log = RunLog(_cfg(), _Out(), Device.cpu(), Meter())
     log.bad_steps = 3
+    log.crashes.reported = {"boom"}
     saved = log.state_dict()
-    assert set(saved) == {"doctor", "metrics_offsets", "bad_steps"}
+    assert set(saved) == {"doctor", "metrics_offsets", "bad_steps", "reward_crashes"}
     other = RunLog(_cfg(), _Out(), Device.cpu(), Meter())
     other.load_state_dict(saved)
     assert other.bad_steps == 3 and other.out.truncated == saved["metrics_offsets"]
+    assert other.crashes.reported == {"boom"}
 
 
 # ---- Checkpointer and the save/resume loop ---------------------------------------------------

@@ -47,12 +47,18 @@ def _cmd_train(args: argparse.Namespace) -> int:
     overrides = list(args.overrides)
     if args.resume:
         overrides.append(f"run.resume={args.resume}")
+    if args.strict_rewards:
+        overrides.append("run.strict_rewards=true")
     cfg = config.load(args.config, overrides)
     summary = train(cfg)
     from rlvr.training.distributed import is_main
     if not is_main():   # under torchrun rank 0 reports and writes every file
         return 0
-    print(f"final held-out accuracy: {summary['final_accuracy']}; run dir: {cfg.run.dir}")
+    accuracy = summary["final_accuracy"]
+    if accuracy is None:   # no held-out set: say so rather than print "None"
+        print(f"no held-out evaluation (no data.eval_path, or data.heldout_size=0); run dir: {cfg.run.dir}")
+    else:
+        print(f"final held-out accuracy: {accuracy}; run dir: {cfg.run.dir}")
     if cfg.run.report:
         from rlvr.report.html import write_report
         print(f"report: {write_report(Path(cfg.run.dir))}")
@@ -102,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("config")
     p.add_argument("overrides", nargs="*", help="dotted overrides, e.g. grpo.group_size=16")
     p.add_argument("--resume", choices=None, default=None, help="auto | never | PATH (run.resume)")
+    p.add_argument("--strict-rewards", action="store_true",
+                   help="stop at the first reward function that raises (run.strict_rewards=true)")
     p.set_defaults(func=_cmd_train)
 
     from rlvr.cli.sft import add_arguments as add_sft_arguments

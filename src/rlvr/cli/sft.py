@@ -47,6 +47,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=d, help="(0)")
     p.add_argument("--threads", type=int, default=d, help="(0: 1 on <= 2 cores, else cores // 2)")
     p.add_argument("--device", default=d, help="auto | cpu | cuda | cuda:N (bf16 on a GPU)")
+    _show_defaults(p)
+
+
+def _show_defaults(p: argparse.ArgumentParser) -> None:
+    """Append each key's default to its flag's help (the flags default to "unset", so argparse's
+    own %(default)s would print ==SUPPRESS==)."""
+    import dataclasses
+
+    defaults = {f.name: f.default for f in dataclasses.fields(SftCommandConfig)}
+    for action in p._actions:
+        if action.dest in defaults and action.help and "default" not in action.help:
+            value = defaults[action.dest]
+            shown = repr(value) if value == "" else str(value)
+            help_text = action.help.removesuffix(f"({shown})").strip()   # "... (300)": said below
+            action.help = f"{help_text} (default: {shown})".strip()
 
 
 def sft_config(args: argparse.Namespace) -> SftCommandConfig:
@@ -85,7 +100,13 @@ def run_sft(args: argparse.Namespace) -> int:
     plan = SFTConfig(steps=cfg.steps, batch_size=cfg.batch_size, lr=cfg.lr,
                      warmup_steps=cfg.warmup_steps, stop_accuracy=cfg.stop_accuracy, seed=cfg.seed)
     use_eval = not cfg.data
-    result = sft(model, tokenizer, batches, plan, evaluate=evaluate if use_eval else None, device=device)
+    every = max(1, cfg.steps // 20)   # about 20 loss lines a run, and the last step
+
+    def log(record: dict) -> None:
+        if record["sft_step"] % every == 0 or record["sft_step"] == cfg.steps:
+            print(f"sft step {record['sft_step']}/{cfg.steps}: loss {record['sft/loss']:.4f}", flush=True)
+    result = sft(model, tokenizer, batches, plan, evaluate=evaluate if use_eval else None, log=log,
+                 device=device)
     out = Path(cfg.out)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from rlvr.config.checks import check_combinations, check_config, check_launch
 from rlvr.config.commands import EvalCommandConfig, SftCommandConfig, load_command
-from rlvr.config.loader import (PRESETS, apply_overrides, build_section, dump, from_dict, load,
+from rlvr.config.loader import (PRESETS, apply_overrides, build_section, dump, dumps, from_dict, load,
                               parse_override, read_yaml, replace, to_dict)
 from rlvr.config.schema import (AgentConfig, Config, CurriculumConfig, DataConfig, DoctorConfig,
                                 DynamicSamplingConfig, EvalConfig, GRPOConfig, LoraConfig,
@@ -21,5 +21,5 @@ from rlvr.errors import ConfigError
 __all__ = ["AgentConfig", "Config", "ConfigError", "CurriculumConfig", "DataConfig", "DoctorConfig",
            "DynamicSamplingConfig", "EvalCommandConfig", "EvalConfig", "GRPOConfig", "LoraConfig",
            "ModelConfig", "PRESETS", "RolloutConfig", "RunConfig", "SftCommandConfig", "apply_overrides",
-           "build_section", "check_combinations", "check_config", "check_launch", "dump", "from_dict",
-           "load", "load_command", "parse_override", "read_yaml", "replace", "to_dict"]
+           "build_section", "check_combinations", "check_config", "check_launch", "dump", "dumps",
+           "from_dict", "load", "load_command", "parse_override", "read_yaml", "replace", "to_dict"]

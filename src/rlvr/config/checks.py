@@ -33,8 +33,21 @@ def check_config(cfg: Any) -> None:
     if cfg.agent.turn_tokens > cfg.agent.max_tokens:
         raise ConfigError(f"agent.turn_tokens ({cfg.agent.turn_tokens}) must be <= agent.max_tokens "
                           f"({cfg.agent.max_tokens}): a turn cannot be longer than its episode")
-    if not cfg.data.task and not cfg.data.train_path:
+    check_data_source(cfg.data)
+
+
+def check_data_source(data: Any) -> None:
+    """Exactly one source of problems: a built-in task, or files. A task generates its own problems
+    and would ignore `train_path`/`eval_path` (a run that looks fine on the wrong data), so both
+    together are refused, naming what to drop; the default `task: arithmetic` counts as set."""
+    if not data.task and not data.train_path:
         raise ConfigError("data.train_path: required when data.task is empty")
+    files = [k for k in ("train_path", "eval_path") if getattr(data, k)]
+    if data.task and files:
+        given = " and ".join(f"data.{k}={getattr(data, k)}" for k in files)
+        raise ConfigError(f"data.task={data.task!r} and {given} are both set, but a built-in task "
+                          f"ignores files: to train on your file set data.task='' (YAML: task: \"\"), "
+                          f"or drop data.{files[0]} to train on the task")
 
 
 def check_terms(terms: Sequence[Any], key: str = "data.reward_funcs") -> None:

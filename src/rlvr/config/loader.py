@@ -220,8 +220,12 @@ def to_dict(cfg: Any) -> dict[str, Any]:
     return plain(dataclasses.asdict(cfg))
 
 
+def dumps(cfg: Config) -> str:
+    return yaml.safe_dump(to_dict(cfg), sort_keys=False)
+
+
 def dump(cfg: Config, path: str | Path) -> None:
-    Path(path).write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+    Path(path).write_text(dumps(cfg))
 
 
 def replace(cfg: Config, overrides: typing.Sequence[str]) -> Config:

@@ -47,13 +47,19 @@ class RunConfig:
     best_metric: str = "eval/accuracy"
     eval_every: int = 25            # steps between held-out evaluations (0: only at the end)
     resume: str = rule("auto", bool, "auto, never, or a checkpoint path")   # auto | never | PATH
+    # resume even when the config differs from the checkpoint's in keys that alter the run
+    resume_allow_changes: bool = False
     # torch intra-op threads (0: 1 on <= 2 cores, else cores // 2)
     threads: int = at_least(0, "an integer >= 0", 0)
-    progress: bool = True
+    progress: bool = True           # a progress bar when stdout is a terminal
+    # steps between plain metrics lines when there is no bar (progress=false, or not a terminal)
+    log_every: int = at_least(0, "an integer >= 0 (0: no plain lines)", 10)
     report: bool = True             # write report.html at the end
     transcripts_every: int = 10     # steps between sampled transcripts written to transcripts.jsonl
     # stop after this many non-finite updates in a row
     max_bad_steps: int = at_least(1, "an integer >= 1", 5)
+    # stop at the first reward term that raises or times out (default: report it, score 0, go on)
+    strict_rewards: bool = False
     # auto (cuda when available) | cpu | cuda | cuda:N
     device: str = rule("auto", lambda v: bool(_DEVICE.match(v)), "auto, cpu, cuda or cuda:N")
     deterministic: bool = False     # GPU: deterministic algorithms + CUBLAS_WORKSPACE_CONFIG (slower)

@@ -21,6 +21,8 @@ report lists. Alarms (thresholds in `DoctorConfig`, K = `window`):
   task_zero_variance  in a run mixing verifiers: one verifier's reward/<v>/frac_zero_std above
                   zero_std_max in each of the last K steps (the batch-wide fraction can hide it)
   tampering       behaviour/tamper_rate > tamper_max (agent episodes that tried to change a test)
+  reward_crash    rewards/<term>/crash_rate > 0: a reward function raised or timed out, and its
+                  completions were scored 0 (`rlvr.monitor.crashes`; the traceback is the event)
 
 An alarm that fired is silent for `cooldown` steps. The state (recent records, baselines, last
 firing) is plain Python and saved in checkpoints, so a resumed run raises the same alarms.
@@ -75,13 +77,14 @@ class Doctor:
         self.checks: list[Callable[[dict[str, Any]], Alarm | None]] = [
             self._truncation, self._zero_variance, self._reward_flat, self._entropy, self._kl,
             self._ratio, self._mismatch, self._length, self._non_finite, self._task_zero_variance,
-            self._tampering]
+            self._tampering, self._reward_crash]
 
     def observe(self, step: int, record: dict[str, Any]) -> list[Alarm]:
         if not self.c.enabled:
             return []
         now = {k: float(v) for k, v in record.items() if isinstance(v, (int, float))
-               and (k in _TRACKED or (k.startswith("reward/") and k.endswith("/frac_zero_std")))}
+               and (k in _TRACKED or (k.startswith("reward/") and k.endswith("/frac_zero_std"))
+                    or (k.startswith("rewards/") and k.endswith("/crash_rate")))}
         self.history = (self.history + [now])[-self.c.window:]
         for key in ("entropy", "completions/mean_length"):
             samples = self.baseline_samples.setdefault(key, [])
@@ -117,6 +120,16 @@ class Doctor:
         return _alarm("tampering", f"{r:.0%} of episodes tried to change a test file",
                       "keep tests read-only with hidden tests (the default), add a tamper penalty, "
                       "and read the transcripts of flagged episodes")
+
+    def _reward_crash(self, now: dict[str, float]) -> Alarm | None:
+        rates = {k[len("rewards/"):-len("/crash_rate")]: v for k, v in now.items()
+                 if k.startswith("rewards/") and k.endswith("/crash_rate") and v > 0}
+        if not rates:
+            return None
+        listed = ", ".join(f"{term} ({rate:.0%})" for term, rate in sorted(rates.items()))
+        return _alarm("reward_crash", f"reward terms failed and scored 0: {listed}",
+                      "fix the function (its first traceback is the reward_crash event in metrics.jsonl); "
+                      "run.strict_rewards=true stops the run at the first failure")
 
     def _truncation(self, now: dict[str, float]) -> Alarm | None:
         r = now.get("completions/clipped_ratio")

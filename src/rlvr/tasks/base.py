@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping, Protocol
 
 from rlvr.errors import ConfigError
 from rlvr.types import Problem
-from rlvr.verifiers.base import get_verifier, verifier_names
+from rlvr.verifiers.base import get_verifier, verifier_names, verifier_options
 
 
 class Task(Protocol):
@@ -99,6 +99,10 @@ def build_verifiers(names: set[str], options: Mapping[str, Any] | None = None) -
         opts = options.get(name) or {}
         if not isinstance(opts, dict):
             raise ConfigError(f"data.verifier_options.{name} must be a mapping of options")
+        unknown_opts = sorted(set(opts) - set(verifier_options(name) or opts))
+        if unknown_opts:   # before building: a TypeError would name __init__, not the key
+            raise ConfigError(f"data.verifier_options.{name}.{unknown_opts[0]}: unknown option; "
+                              f"{name} takes: {', '.join(verifier_options(name))}")
         try:
             verifiers[name] = get_verifier(name, **opts)
         except (TypeError, ValueError) as exc:

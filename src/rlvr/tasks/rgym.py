@@ -1,10 +1,11 @@
 """reasoning-gym as a task source: `data.task: reasoning_gym:NAME[=WEIGHT],NAME...`.
 
-Problems are generated offline by the optional `reasoning-gym` package (`pip install rlvr[gym]`):
-each task NAME is a `reasoning_gym.create_dataset(NAME, **data.task_options[NAME])`. A training
-draw picks a task by weight, then an item of that task's training dataset (seeded from the run's
-seed); the held-out split is the task's dataset under a fixed held-out seed, and training draws
-whose question text is in the held-out set are skipped, so the two splits never share a question.
+Problems are generated offline by the optional `reasoning-gym` package (`pip install -e '.[gym]'`
+from the checkout): each task NAME is a `reasoning_gym.create_dataset(NAME,
+**data.task_options[NAME])`. A training draw picks a task by weight, then an item of that task's
+training dataset (seeded from the run's seed); the held-out split is the task's dataset under a
+fixed held-out seed, and training draws whose question text is in the held-out set are skipped, so
+the two splits never share a question.
 
 Scoring: each task's scorer (`dataset.score_answer`) runs in a worker process under a wall-clock
 budget (`workers.py`), one call per batch. The answer is the text of the last `<answer>...</answer>`
@@ -58,7 +59,8 @@ def _import():
         import reasoning_gym
     except ImportError:
         raise ConfigError("data.task: reasoning_gym tasks need the reasoning-gym package "
-                          "(pip install 'rlvr[gym]' or pip install reasoning-gym)") from None
+                          "(pip install -e '.[gym]' from the rlvr checkout, or pip install "
+                          "reasoning-gym)") from None
     return reasoning_gym
 
 

@@ -2,7 +2,8 @@
 
 A checkpoint is a directory `checkpoints/step-NNNNNN/` holding the model and tokenizer as a
 Hugging Face checkpoint (safetensors), `trainer_state.pt` (optimizer, scheduler, RNG streams,
-sampler state, step, metrics-log offsets) and, written last, a `COMPLETE` marker. It is built in a
+sampler state, step, metrics-log offsets), `config.yaml` (the config its weights were trained
+with; resume compares it with the new one) and, written last, a `COMPLETE` marker. It is built in a
 temporary sibling directory, every file fsynced, then renamed into place and the parent fsynced, so
 a crash at any instant leaves either the previous checkpoint set or the new one, never half of
 one. Directories without the marker are ignored and cleaned up.
@@ -27,6 +28,7 @@ import torch
 from rlvr.errors import UserError
 
 MARKER = "COMPLETE"
+CONFIG = "config.yaml"   # in a checkpoint: the config its weights were trained with
 
 
 def _fsync_tree(path: Path) -> None:
@@ -61,14 +63,23 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
+def step_of(ckpt: Path | None) -> int:
+    """The step a checkpoint directory holds (its COMPLETE marker's text), 0 for None."""
+    if ckpt is None:
+        return 0
+    text = (ckpt / MARKER).read_text().strip()
+    return int(text) if text.isdigit() else 0
+
+
 def path_for(ckpt_root: Path, step: int) -> Path:
     return ckpt_root / f"step-{step:06d}"
 
 
 def save(ckpt_root: Path, step: int, model, tokenizer, state: dict[str, Any],
-         model_state: dict[str, torch.Tensor] | None = None) -> Path:
+         model_state: dict[str, torch.Tensor] | None = None, config_text: str = "") -> Path:
     """Write checkpoint `step` atomically; return its directory. `model_state`: the weights to
-    write instead of the model's own (a gathered state dict of a sharded model)."""
+    write instead of the model's own (a gathered state dict of a sharded model); `config_text`:
+    the run's config as YAML, kept as `config.yaml` (what the weights were trained with)."""
     ckpt_root.mkdir(parents=True, exist_ok=True)
     final = path_for(ckpt_root, step)
     tmp = ckpt_root / f".tmp-step-{step:06d}-{os.getpid()}"
@@ -78,6 +89,8 @@ def save(ckpt_root: Path, step: int, model, tokenizer, state: dict[str, Any],
     model.save_pretrained(tmp, state_dict=model_state)
     tokenizer.save_pretrained(tmp)
     torch.save(state, tmp / "trainer_state.pt")
+    if config_text:
+        (tmp / CONFIG).write_text(config_text)
     (tmp / MARKER).write_text(str(step))
     _fsync_tree(tmp)
     if final.exists():
@@ -175,14 +188,15 @@ class Checkpointer:
         return path
 
     def save(self, done: int, metric: float | None, state: dict[str, Any], model, tokenizer,
-             model_state: dict[str, torch.Tensor] | None, alarm: Callable[[dict], None]) -> Path:
+             model_state: dict[str, torch.Tensor] | None, alarm: Callable[[dict], None],
+             config_text: str = "") -> Path:
         """Write checkpoint `done` (rank 0) and prune; a failed write raises an alarm through
         `alarm` and leaves the previous checkpoints as they were."""
         if not self.is_main:
             self.dp.barrier()                         # rank 0 writes; the others wait for it
             return path_for(self.root, done)
         try:
-            path = save(self.root, done, model, tokenizer, state, model_state)
+            path = save(self.root, done, model, tokenizer, state, model_state, config_text)
             if self.dp is not None:
                 self.dp.barrier()
         except OSError as exc:

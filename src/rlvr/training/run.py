@@ -32,7 +32,8 @@ from rlvr.evaluation.metrics import greedy_accuracy
 from rlvr.monitor.log import MetricsLog, read_metrics
 from rlvr.training import checkpoint
 from rlvr.training.distributed import NullLog
-from rlvr.training.resume import restore, trainer_state
+from rlvr.training.banner import banner, resume_note, say, unknown_text_warning
+from rlvr.training.resume import check_resume_config, restore, trainer_state, write_config
 from rlvr.training.runlog import Meter, RunLog
 from rlvr.training.seeds import seed_for
 from rlvr.training.setup import (build_data_parallel, build_device, build_engine, build_problems,
@@ -67,10 +68,14 @@ class Run:
         verifiers, train_problems, heldout, task = build_problems(cfg)
         checkpoints = checkpoint.Checkpointer(cfg.run.dir, cfg.run.keep_last, dp)
         resume_from = checkpoints.resume_point(cfg.run.resume)
+        changed = check_resume_config(cfg, resume_from)    # refused changes stop here
         models = load_models(cfg, device, task)
         if is_main:
-            Path(cfg.run.dir).mkdir(parents=True, exist_ok=True)
-            config_mod.dump(cfg, Path(cfg.run.dir) / "config.yaml")
+            write_config(cfg, resume_from, changed, checkpoint.step_of(resume_from))
+            say(banner(cfg, device, models.policy, verifiers, train_problems, heldout))
+            unknown = unknown_text_warning(models.tokenizer, train_problems + heldout)
+            if unknown:
+                say(unknown)
         seed_all(cfg.seed)
         train_model, fsdp_copy = place_for_training(models.policy, dp)
         engine = build_engine(cfg, models.engine_model, models.tokenizer, device, dp, fsdp_copy, task)
@@ -86,15 +91,17 @@ class Run:
         log = RunLog(cfg, out, device, meter, show_progress=is_main)
         run = cls(cfg, state, source, log, checkpoints, models.tokenizer, heldout, dp)
         if resume_from is not None:
-            run.resume(resume_from)
+            run.resume(resume_from, changed)
         else:  # a fresh start: lines left by a run killed before its first checkpoint go
             out.truncate_to({})
         return run
 
-    def resume(self, ckpt: Path) -> None:
+    def resume(self, ckpt: Path, changed: list | None = None) -> None:
         self.state.load_weights(ckpt)
         self.start_step = restore(self.parts, checkpoint.load_state(ckpt))
         self.source.sync(self.state.policy, self.start_step)
+        if self.is_main:
+            say(resume_note(ckpt, self.start_step, self.cfg.grpo.steps, changed or []))
 
     def evaluate(self, step: int) -> dict[str, Any]:
         ev, engine, verifiers = self.cfg.eval, self.source.engine, self.source.verifiers
@@ -122,7 +129,7 @@ class Run:
         state = trainer_state(self.parts, done)       # a collective under FSDP2: every rank
         model_state = self.state.model_state()
         return self.checkpoints.save(done, metric, state, self.state.policy, self.tokenizer,
-                                     model_state, self.log.write)
+                                     model_state, self.log.write, config_mod.dumps(self.cfg))
 
     def finish(self, wall_seconds: float) -> dict[str, Any]:
         model_state = self.state.model_state()

@@ -7,8 +7,9 @@ metrics, the update's statistics, timings, then the other metrics. `RunLog.steps
 step with an empty meter and a fresh peak-memory count.
 
 State (`state_dict`, top-level checkpoint keys): the metrics-file offsets (a resumed run truncates
-the files back to them, so no line is written twice), the doctor's state and the count of
-consecutive NaN/inf updates. On ranks other than 0 the output is a `NullLog` and nothing is written.
+the files back to them, so no line is written twice), the doctor's state, the count of
+consecutive NaN/inf updates and the reward terms whose failure was already reported. On ranks
+other than 0 the output is a `NullLog` and nothing is written.
 Not guaranteed: wall-clock fields (`time`, `timing/*`, `tokens_per_s`) repeat across runs.
 """
 
@@ -24,6 +25,12 @@ from rlvr.config import Config
 from rlvr.errors import UserError
 from rlvr.monitor.stats import step_metrics
 from rlvr.types import Group
+
+
+def _terminal() -> bool:
+    import sys
+
+    return sys.stdout.isatty()
 
 
 class Meter:
@@ -46,11 +53,15 @@ class Meter:
 
 class RunLog:
     def __init__(self, cfg: Config, out, device, meter: Meter, show_progress: bool = True):
+        from rlvr.monitor.crashes import RewardCrashes
         from rlvr.monitor.doctor import Doctor
 
         self.out, self.device, self.meter = out, device, meter   # out: a MetricsLog or NullLog
         self.doctor = Doctor(cfg)
-        self.total, self.progress = cfg.grpo.steps, cfg.run.progress and show_progress
+        self.crashes, self.strict_rewards = RewardCrashes(), cfg.run.strict_rewards
+        # a bar only on a terminal: in a batch job's log rich would print nothing until the end
+        self.total, self.progress = cfg.grpo.steps, cfg.run.progress and show_progress and _terminal()
+        self.log_every = cfg.run.log_every if show_progress else 0
         self.max_new_tokens = cfg.rollout.max_new_tokens
         self.transcripts_every, self.max_bad_steps = cfg.run.transcripts_every, cfg.run.max_bad_steps
         self.bad_steps = 0
@@ -60,7 +71,7 @@ class RunLog:
     def steps(self, start: int) -> Iterator[int]:
         from rlvr.monitor.progress import Progress
 
-        with Progress(self.total, start, enabled=self.progress) as bar:
+        with Progress(self.total, start, enabled=self.progress, plain_every=self.log_every) as bar:
             self.bar = bar
             for step in range(start, self.total):
                 self.begin_step()
@@ -87,11 +98,14 @@ class RunLog:
         record.update(stats)
         record.update(timings)
         record.update(self.meter.extras)
+        crash_metrics, crash_events = self.crashes.observe(step, groups)
+        record.update(crash_metrics)
         record["tokens_per_s"] = record["completions/total_tokens"] / max(1e-9, timings["timing/step"])
         peak = self.device.peak_memory_gb()     # GPU only: CPU metrics files stay as they were
         if peak is not None:
             record["memory/peak_gb"] = peak
         self.out.write(record)
+        self._report_crashes(crash_events)
         for alarm in self.doctor.observe(step, record):
             self.out.write({"step": step, "event": "alarm", **alarm})
             self.bar.note(f"[alarm] step {step}: {alarm['name']}: {alarm['message']} -> {alarm['action']}")
@@ -100,6 +114,19 @@ class RunLog:
         self.bar.update(step + 1, record)
         self._check_finite(step, stats)
         return record
+
+    def _report_crashes(self, events: list[dict[str, Any]]) -> None:
+        """Each reward term's first failure: an event line, the traceback on the console, and with
+        run.strict_rewards the end of the run (the step's metrics line is already written)."""
+        from rlvr.monitor.crashes import describe
+
+        for event in events:
+            self.out.write(event)
+            self.bar.note(describe(event))
+        if events and self.strict_rewards:
+            e = events[0]
+            raise UserError(f"stopping: reward term {e['term']!r} failed at step {e['step']} "
+                            f"(run.strict_rewards=true): {e['error']}")
 
     def _check_finite(self, step: int, stats: dict[str, float]) -> None:
         """Count updates skipped for NaN/inf (the doctor raises the alarm); stop after K in a row."""
@@ -114,9 +141,10 @@ class RunLog:
 
     def state_dict(self) -> dict[str, Any]:
         return {"doctor": self.doctor.state_dict(), "metrics_offsets": self.out.offsets(),
-                "bad_steps": self.bad_steps}
+                "bad_steps": self.bad_steps, **self.crashes.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.doctor.load_state_dict(state.get("doctor", {}))
         self.out.truncate_to(state["metrics_offsets"])
         self.bad_steps = state.get("bad_steps", 0)
+        self.crashes.load_state_dict(state)

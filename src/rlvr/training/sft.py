@@ -16,7 +16,7 @@ import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -60,8 +60,30 @@ def task_pairs(task, tokenizer, batch_size: int, seed: int, pool: int = 0) -> It
             yield [encode_pair(tokenizer, p, task.trace(p)) for p in task.sample(rng, batch_size)]
 
 
+def pair_of(row: Any, where: str) -> tuple[Any, str]:
+    """(prompt, completion text) of a row in any of TRL's prompt-completion shapes: {prompt: text or
+    messages, completion: text or [assistant messages]}, or {messages: [..., assistant message]}
+    (the last assistant turn is the completion, the turns before it the prompt)."""
+    if isinstance(row, dict) and "messages" in row and "prompt" not in row:
+        msgs = row["messages"]
+        if (isinstance(msgs, list) and len(msgs) >= 2 and all(isinstance(m, dict) for m in msgs)
+                and msgs[-1].get("role") == "assistant" and isinstance(msgs[-1].get("content"), str)):
+            return msgs[:-1], msgs[-1]["content"]
+        raise DataError("'messages' must be a list of {role, content} turns ending with the "
+                        "assistant's", where=where)
+    completion = row.get("completion") if isinstance(row, dict) else None
+    if isinstance(completion, list) and completion and all(
+            isinstance(m, dict) and m.get("role") == "assistant" and isinstance(m.get("content"), str)
+            for m in completion):
+        completion = "".join(m["content"] for m in completion)
+    if not isinstance(row, dict) or not isinstance(completion, str) or not row.get("prompt"):
+        raise DataError("each row needs 'prompt' (text or messages) and 'completion' (text or "
+                        "assistant messages), or 'messages' ending with the assistant's turn", where=where)
+    return row["prompt"], completion
+
+
 def jsonl_pairs(path: str | Path, tokenizer, batch_size: int, seed: int) -> Iterator[list[Pair]]:
-    """Batches from a JSONL of {"prompt": text or messages, "completion": text} rows."""
+    """Batches from a JSONL of prompt-completion rows (see `pair_of` for the shapes)."""
     pairs = []
     for n, line in enumerate(Path(path).read_text().splitlines(), 1):
         if not line.strip():
@@ -70,9 +92,8 @@ def jsonl_pairs(path: str | Path, tokenizer, batch_size: int, seed: int) -> Iter
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DataError(f"invalid JSON ({exc.msg})", where=f"{path}:{n}") from None
-        if not isinstance(row, dict) or not isinstance(row.get("completion"), str) or not row.get("prompt"):
-            raise DataError("each row needs 'prompt' and a string 'completion'", where=f"{path}:{n}")
-        pairs.append(encode_pair(tokenizer, Problem(str(n), row["prompt"]), row["completion"]))
+        prompt, completion = pair_of(row, f"{path}:{n}")
+        pairs.append(encode_pair(tokenizer, Problem(str(n), prompt), completion))
     if not pairs:
         raise DataError("no rows (the file is empty)", where=str(path))
     rng = random.Random(f"sft/{seed}")

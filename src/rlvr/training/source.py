@@ -47,6 +47,10 @@ class RolloutSource:
 
     def observe(self, groups: Sequence[Group]) -> None:
         self.sampler.observe(groups)
+        if getattr(self.sampler, "band", False):   # the curriculum: where the pool stands now
+            counts = self.sampler.counts(self.sampler.step)
+            self.meter.extras.update({f"curriculum/{k}": float(counts.get(k, 0))
+                                      for k in ("active", "retired", "deferred", "due", "unseen")})
 
     def ahead(self, step: int, policy) -> None:
         self.rollouts.ahead(step, policy)

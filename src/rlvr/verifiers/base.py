@@ -76,6 +76,20 @@ def verifier_options(name: str) -> list[str] | None:
     return [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
+def verifier_options(name: str) -> list[str]:
+    """The keyword options the verifier registered under `name` takes ([] when it takes any)."""
+    import inspect
+
+    factory = _REGISTRY[name]
+    if isinstance(factory, str):
+        module, _, attr = factory.partition(":")
+        factory = getattr(importlib.import_module(module), attr)
+    params = inspect.signature(factory).parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return []
+    return sorted(p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
 class CallableVerifier:
     """Wraps a TRL reward function `f(prompts, completions, **kwargs) -> list[float | None]`
     unchanged, in this process (for the Python API; configs name functions through
@@ -102,7 +116,13 @@ class CallableVerifier:
         try:
             rewards = check_rewards(self.fn(**trl_kwargs(responses, problems, token_ids)), len(responses))
         except Exception as exc:  # a user reward function must not crash the run
-            return [Score(0.0, False, ("crash",), details={"error": repr(exc)}) for _ in responses]
+            import traceback
+
+            error = {"error": f"{type(exc).__name__}: {exc}"[:500], "flag": "crash",
+                     "traceback": traceback.format_exc()[-4000:]}
+            return [Score(0.0, False, ("crash",), details={"error": repr(exc),
+                                                           "term_errors": {self.name: error}})
+                    for _ in responses]
         return [Score(0.0, False, ("unscorable",)) if r is None else Score(r, r > 0, ())
                 for r in rewards]
 

@@ -1,13 +1,19 @@
 """`CodeVerifier`: rewards code answers by running tests in the sandbox (`rlvr.verifiers.sandbox`).
 
-Code is the last complete fenced block of the response (a Python-tagged or untagged block is
-preferred over blocks tagged with another language). Tests come from `problem.reference` (or
+Which code runs (`extract`): "auto" (the default) takes the last complete fenced block of the
+response (a Python-tagged or untagged block is preferred over blocks tagged with another language);
+a response without a fence is taken as it is when it parses as Python and holds a statement (raw
+MBPP-style answers), or, when the prompt is itself Python code (a HumanEval-style signature and
+docstring), as the prompt's continuation: prompt + response, when that parses. Prose is `no_code`.
+"fenced" takes fenced blocks only; "raw" the whole response as it is. Tests come from `problem.reference` (or
 `metadata["tests"]` when the reference is empty, or else the row's own fields in a shipped format:
 HumanEval, MBPP, APPS, CodeContests, LiveCodeBench; see `sandbox/shipped.py`) and, when present,
 `metadata["hidden_tests"]` (or a dataset's private tests), which then decide the reward (visible
 tests are also run and reported in `details`, so special-casing visible tests shows up as a gap).
 Reward is 1 when every case passes (`reward="all"`, the default; the job is stopped at its first
-failing case) or the fraction passed (`reward="fraction"`). Flags: `no_code`, `timeout`, `crash`,
+failing case) or the fraction passed (`reward="fraction"`). `details` holds `passed`/`total` and,
+for a failing answer, `failure`: the first failing case (input, expected, got) or why the code did
+not load, and the job's stderr when there is any. Flags: `no_code`, `timeout`, `crash`,
 `output_limit`.
 Results are cached on (sha256 of the code, test-set hash): GRPO groups repeat completions.
 Not guaranteed: that a program passing the tests is correct beyond them, or deterministic timing
@@ -16,6 +22,7 @@ Not guaranteed: that a program passing the tests is correct beyond them, or dete
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import re
@@ -42,6 +49,35 @@ def extract_code(response: str) -> str | None:
     return chosen[-1] if chosen and chosen[-1].strip() else None
 
 
+def _python(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _has_statement(tree: ast.Module) -> bool:
+    """A statement beyond bare expressions: `hello` or a sentence that happens to parse is no code."""
+    return any(not isinstance(node, ast.Expr) for node in tree.body)
+
+
+def extract_auto(response: str, prompt: Any = None) -> str | None:
+    """A fenced block; else the response itself when it is Python code; else, for a prompt that is
+    Python code (HumanEval: a signature and docstring), the prompt continued by the response."""
+    fenced = extract_code(response)
+    if fenced is not None:
+        return fenced
+    if isinstance(prompt, str) and response.strip():
+        prompt_tree = _python(prompt)
+        whole = prompt + response
+        if prompt_tree is not None and _has_statement(prompt_tree):
+            tree = _python(whole)
+            if tree is not None and len(tree.body) >= len(prompt_tree.body):
+                return whole
+    tree = _python(response)
+    return response if tree is not None and _has_statement(tree) else None
+
+
 class CodeVerifier:
     name = "code"
 
@@ -50,11 +86,11 @@ class CodeVerifier:
                  workers: int | None = None, tier: str | None = None,
                  allow_unsafe: bool = False, run_visible: bool = True,
                  float_rel_tol: float = 1e-9, float_abs_tol: float = 1e-9,
-                 cache_size: int = 100_000, extract: str = "fenced"):
+                 cache_size: int = 100_000, extract: str = "auto"):
         if reward not in ("all", "fraction"):
             raise ValueError("reward must be 'all' or 'fraction'")
-        if extract not in ("fenced", "raw"):
-            raise ValueError("extract must be 'fenced' or 'raw'")
+        if extract not in ("auto", "fenced", "raw"):
+            raise ValueError("extract must be 'auto', 'fenced' or 'raw'")
         self.reward, self.run_visible, self.extract = reward, run_visible, extract
         self.tols = (float_rel_tol, float_abs_tol)
         self.pool = SandboxPool(workers, tier=tier, allow_unsafe=allow_unsafe,
@@ -91,7 +127,8 @@ class CodeVerifier:
 
     def submit(self, response: str, problem: Problem) -> Future:
         """Score one response asynchronously; returns a Future of `Score`."""
-        code = response if self.extract == "raw" else extract_code(response)
+        code = (response if self.extract == "raw" else extract_code(response) if self.extract == "fenced"
+                else extract_auto(response, problem.prompt))
         if not code or not code.strip():
             return _done(Score(0.0, False, ("no_code",)))
         try:
@@ -182,7 +219,9 @@ def _finish(result: Future, runs: list, code: str, reward_mode: str) -> None:
     final: Outcome = outcomes[label]
     passed_all = final.passed == final.total and not final.flags
     reward = float(passed_all) if reward_mode == "all" else final.passed / final.total
-    details = {"tests": label, "passed": final.passed, "total": final.total}
+    details: dict[str, Any] = {"tests": label, "passed": final.passed, "total": final.total}
+    if not passed_all and final.failure:
+        details["failure"] = final.failure
     if label == "hidden" and "visible" in outcomes:
         details["visible_passed"] = outcomes["visible"].passed
         details["visible_total"] = outcomes["visible"].total

@@ -10,17 +10,18 @@ lists the failed types.
 Counting rules (documented because they decide rewards; docs/verifiers/constraints.md sets each
 beside IFEval's): words are `\\w+` runs (IFEval's tokenizer); sentences end at `.`, `!` or `?`
 (closing quotes, brackets or `*` emphasis may follow) before whitespace, not after Mr./Mrs./Ms./
-Dr./Prof./St./Jr./Sr./vs./e.g./i.e. or an initial, nor at a period before a lower-case word, after
-a dotted initialism (U.S.) unless a sentence starter follows, or a month before a number;
-paragraphs are split at `***` dividers when the text has any (IFEval's rule; an empty one between
-two dividers fails the check), else at blank lines; bullets are lines starting with `*`, `-` or `•`
-and a space; a placeholder is `[...]` with something in it; a title is `<<...>>` with something in
-it; keywords are whole words, except at an edge in or next to a script written without spaces (Han,
-kana, Thai, ...) and at the end next to Hangul (particles attach). Language is read by
-`rlvr.verifiers.language` (fastText's lid.176, langdetect where it is unsure; nothing is downloaded
-at run time); a text too short to tell ("und") does not satisfy a `language` constraint. Not
-guaranteed: IFEval's exact sentence splitter (nltk punkt) where it decides from word statistics
-(an ellipsis or a dotted initialism before a capitalised word) or on abbreviations outside the list.
+Dr./Prof./St./Jr./Sr./vs./e.g./i.e. or an initial, nor at a period before a lower-case word (in a
+text with capitals: an all-lower-case text breaks there), after a dotted initialism (U.S.) unless a
+sentence starter follows, or a month before a number; paragraphs are split at `***` dividers when
+the text has any (IFEval's rule; an empty one between two dividers fails the check), else at blank
+lines; bullets are lines starting with `*`, `-` or `•` and a space; a placeholder is `[...]` with
+something in it; a title is `<<...>>` with something in it; keywords are whole words, except at an
+edge in or next to a script written without spaces (Han, kana, Thai, ...) and at the end next to
+Hangul (particles attach). Language is read by `rlvr.verifiers.language` (fastText's lid.176,
+langdetect where it is unsure; nothing is downloaded at run time); a text too short to tell ("und")
+does not satisfy a `language` constraint. Not guaranteed: IFEval's exact sentence splitter (nltk
+punkt) where it decides from word statistics (an ellipsis or a dotted initialism before a
+capitalised word) or on abbreviations outside the list.
 """
 
 from __future__ import annotations
@@ -66,11 +67,12 @@ _SENTENCE_BREAK = re.compile(r"(?<=[.!?])[\"'”’)\]*]*\s+")
 _DIVIDER = re.compile(r"(?<!\S)\*\*\*(?!\S)")  # `***` standing alone, not `***bold***`
 
 
-def _continues(piece: str, following: str) -> bool:
+def _continues(piece: str, following: str, cased: bool = True) -> bool:
     """Whether the sentence ending `piece` with a stop goes on into `following`: after an
     abbreviation or an initial; after a period (an ellipsis, a number, an abbreviation not listed)
-    before a lower-case word; after a dotted initialism unless a sentence starter follows; after a
-    month before a number."""
+    before a lower-case word, in a text that uses capitals (`cased`: in an all-lower-case text no
+    word is capitalised, so that rule would make every text one sentence); after a dotted
+    initialism unless a sentence starter follows; after a month before a number."""
     if not piece.split():
         return False
     word = piece.rsplit(None, 1)[-1].lstrip("\"'“‘(*_`")
@@ -81,7 +83,7 @@ def _continues(piece: str, following: str) -> bool:
         return False
     head = following.lstrip("\"'“‘(").split(None, 1)
     nxt = head[0] if head else ""
-    if nxt[:1].islower():
+    if nxt[:1].islower() and cased:
         return True
     if re.fullmatch(r"[A-Z]\w*(?:\.\w+)+\.", word) and last not in _POSTSCRIPTS:
         return nxt[:1].isupper() and re.sub(r"\W.*", "", nxt.lower()) not in _SENTENCE_STARTERS
@@ -90,8 +92,9 @@ def _continues(piece: str, following: str) -> bool:
 
 def count_sentences(text: str) -> int:
     pieces = [p for p in _SENTENCE_BREAK.split(text.strip()) if p]
+    cased = any(c.isupper() for c in text)
     ends = [i for i, p in enumerate(pieces)
-            if i == len(pieces) - 1 or not _continues(p, pieces[i + 1])]
+            if i == len(pieces) - 1 or not _continues(p, pieces[i + 1], cased)]
     starts = [0] + [i + 1 for i in ends[:-1]]
     return sum(any(re.search(r"\w", p) for p in pieces[a:b + 1]) for a, b in zip(starts, ends))
 

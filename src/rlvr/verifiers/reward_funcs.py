@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import traceback
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -99,7 +100,7 @@ def call_function(fn_spec: str, init: Mapping[str, Any] | None, kwargs: dict[str
     try:
         return ("ok", check_rewards(fn(**kwargs), len(kwargs["completions"])))
     except Exception as exc:  # noqa: BLE001 - user code: the verdict is `crash`
-        return ("error", f"{type(exc).__name__}: {exc}"[:500])
+        return ("error", f"{type(exc).__name__}: {exc}"[:500], traceback.format_exc()[-4000:])
 
 
 # ---- parent side: the verifier ------------------------------------------------------------------
@@ -122,14 +123,20 @@ class _FunctionTerm:
         if error:
             raise ValueError(f"{where}.fn: cannot load {self.spec!r}: {error}")
 
-    def rewards(self, responses, problems, token_ids) -> tuple[list[float | None], tuple[str, ...], str]:
+    def rewards(self, responses, problems, token_ids) -> tuple[list[float | None], tuple[str, ...], dict]:
+        """(rewards, flags, error): error is {} or {"error", "traceback", "flag"} for the batch."""
         out = self.pool.run(_CALL, (self.spec, self.init, trl_kwargs(responses, problems, token_ids)),
                             self.timeout_s)
         if out.status == "ok" and out.value[0] == "ok":
-            return out.value[1], (), ""
-        error = out.value[1] if out.status == "ok" else str(out.value or out.status)
+            return out.value[1], (), {}
         flag = "timeout" if out.status == "timeout" else "crash"
-        return [0.0] * len(responses), (flag,), f"{self.name}: {error}"
+        if out.status == "ok":
+            error, tb = out.value[1], out.value[2] if len(out.value) > 2 else ""
+        elif flag == "timeout":
+            error, tb = f"no result within timeout_s={self.timeout_s:g} s", ""
+        else:
+            error, tb = f"the worker process died ({out.value or out.status})", ""
+        return [0.0] * len(responses), (flag,), {"error": error, "traceback": tb, "flag": flag}
 
 
 class _VerifierTerm:
@@ -144,7 +151,7 @@ class _VerifierTerm:
 
     def rewards(self, responses, problems, token_ids):
         self.scores = self.verifier.score_batch(responses, problems)
-        return [s.reward for s in self.scores], (), ""
+        return [s.reward for s in self.scores], (), {}
 
 
 class RewardFunctionsVerifier:
@@ -181,12 +188,13 @@ class RewardFunctionsVerifier:
                     token_ids: Sequence[Sequence[int]] | None = None) -> list[Score]:
         per_term: list[Sequence[float | None]] = []
         flags: list[str] = []
-        errors: list[str] = []
+        errors: dict[str, dict] = {}
         for t in self.terms:
             rewards, term_flags, error = t.rewards(list(responses), list(problems), token_ids)
             per_term.append(rewards)
             flags.extend(term_flags)
-            errors += [error] if error else []
+            if error:
+                errors[t.name] = error
         total = combine(per_term, self.weights)
         out = []
         for i, reward in enumerate(total):
@@ -195,8 +203,9 @@ class RewardFunctionsVerifier:
                        else bool(primary_reward and primary_reward > 0))
             row_flags = tuple(dict.fromkeys(flags + (["unscorable"] if reward is None else [])))
             details: dict[str, Any] = {"terms": {t.name: r[i] for t, r in zip(self.terms, per_term)}}
-            if errors:
-                details["error"] = "; ".join(errors)[:500]
+            if errors:   # the run log reports each term's first error (`rlvr.monitor.crashes`)
+                details["error"] = "; ".join(f"{n}: {e['error']}" for n, e in errors.items())[:500]
+                details["term_errors"] = errors
             out.append(Score(0.0 if reward is None else reward, correct, row_flags, None, details))
         return out
 

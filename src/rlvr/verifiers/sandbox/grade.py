@@ -24,6 +24,7 @@ class Outcome:
     passed: int
     total: int
     flags: tuple[str, ...]
+    failure: dict | None = None   # why it failed, for people: see `describe_failure`
 
 
 def _events(out: str) -> list | None:
@@ -87,6 +88,54 @@ def failure_watch(spec: TestSpec, rel_tol: float = 1e-9, abs_tol: float = 1e-9
 
 
 def grade(spec: TestSpec, reply: dict, rel_tol: float = 1e-9, abs_tol: float = 1e-9) -> Outcome:
+    """The outcome of one job, with `failure` describing its first failing case when it failed."""
+    out = _grade(spec, reply, rel_tol, abs_tol)
+    if out.passed == out.total and not out.flags:
+        return out
+    return Outcome(out.passed, out.total, out.flags, describe_failure(spec, reply, rel_tol, abs_tol))
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def describe_failure(spec: TestSpec, reply: dict, rel_tol: float = 1e-9, abs_tol: float = 1e-9) -> dict:
+    """{"case": i, "input", "expected", "got"} for the first failing case (or {"error": ...} when
+    the code did not load or the run ended without results), plus "status" and the job's "stderr"
+    when there is any. On the trusted side only: the candidate never sees it."""
+    info: dict[str, Any] = {"status": reply.get("status")}
+    if reply.get("err"):
+        info["stderr"] = reply["err"][-500:]
+    events = _events(reply.get("out", "")) or []
+    if spec.kind == "check":
+        info["error"] = next((f"check raised {e[1]}" for e in events if e[:1] == ["check"] and len(e) > 1
+                              and e[1] != "pass"), "the test function did not finish")
+        return info
+    load = next((e for e in events if e[:1] == ["load"]), None)
+    if load is not None:
+        info["error"] = f"the code did not load: {load[1] if len(load) > 1 else 'error'}"
+        return info
+    for event in events:
+        if event[0] != "case" or len(event) != 3 or not 0 <= event[1] < len(spec.cases or spec.stdio):
+            continue
+        i, result = event[1], event[2]
+        if _case_ok(spec, i, result, rel_tol, abs_tol):
+            continue
+        if spec.kind == "call":
+            status, value = codec.decode(result) if isinstance(result, list) else ("?", result)
+            got = f"raised {value}" if status == "exc" else _short(value)
+            return {**info, "case": i, "input": _short(spec.cases[i].args),
+                    "expected": _short(spec.cases[i].expected), "got": got}
+        got = result.get("out", "") if isinstance(result, dict) else result
+        exc = result.get("exc") if isinstance(result, dict) else None
+        return {**info, "case": i, "input": _short(spec.stdio[i][0]), "expected": _short(spec.stdio[i][1]),
+                "got": _short(got) + (f" (ended with {exc})" if exc else "")}
+    info["error"] = f"no failing case reported (job {reply.get('status')}, exit code {reply.get('code')})"
+    return info
+
+
+def _grade(spec: TestSpec, reply: dict, rel_tol: float, abs_tol: float) -> Outcome:
     total = len(spec.cases) if spec.kind == "call" else len(spec.stdio) or 1
     flags = [_STATUS_FLAGS[reply["status"]]] if reply["status"] in _STATUS_FLAGS else []
     events = _events(reply.get("out", ""))
