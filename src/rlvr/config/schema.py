@@ -145,6 +145,13 @@ class GRPOConfig:
     is_correction: Literal["none", "token", "sequence"] = "none"
     is_mode: Literal["truncate", "mask"] = "truncate"   # weights above is_cap: cut to is_cap, or zeroed
     is_cap: float = at_least(1, "a number >= 1", 2.0)   # C for is_mode
+    # importance ratio per token (PPO/GRPO) or per sequence (GSPO: use eps ~3e-4/4e-4, seq-mean agg)
+    ratio_level: Literal["token", "sequence"] = "token"
+    # surrogate: ppo (clipped) | cispo (clipped detached IS weight, cap 1 + eps_high; no eps_low)
+    policy_loss: Literal["ppo", "cispo"] = "ppo"
+    # share of tokens (highest entropy first) that get the policy gradient; 1: all
+    top_entropy_quantile: float = between(0, 1, 1.0, lo_open=True)
+    mask_truncated: bool = False        # completions cut at max_new_tokens get no loss (DAPO)
 
 
 @dataclass(frozen=True)
