@@ -49,6 +49,9 @@ def test_cispo_keeps_the_gradient_of_tokens_past_the_cap():
     assert high.tolist() == [[True, False, False]] and not low.any()
     loss.sum().backward()
     torch.testing.assert_close(logp.grad, torch.tensor([[-4.0, -2.0, -0.2]], dtype=D))
+    _, _, high = cispo_surrogate(torch.tensor([[2.0]]), torch.zeros(1, 1), torch.tensor([-1.0]), 0.2, 1.0)
+    assert not high.any()   # past the cap with A < 0 is not counted (as TRL's cispo_clip_ratio)
+
     # PPO's clip zeroes the first token's gradient where CISPO keeps it
     ppo_logp = logp.detach().clone().requires_grad_()
     ppo, _, _ = ppo_surrogate(token_log_ratio(ppo_logp, old, None), ppo_logp, adv, 0.2, 1.0)
@@ -89,3 +92,37 @@ def test_dr_grpo_divides_each_sequence_by_the_generation_budget():
     wide = torch.cat([loss, torch.ones(2, 4)], 1), torch.cat([mask, torch.zeros(2, 4, dtype=torch.long)], 1)
     assert float(seq_mean_token_sum_norm(*wide, budget=10)) == pytest.approx(0.25)
     assert float(seq_mean_token_mean(loss, mask)) == pytest.approx(1.0)
+
+
+def test_the_config_chooses_each_variant_once():
+    from rlvr import config
+    from rlvr.algo.variants import POLICY_LOSSES, RATIO_LEVELS
+    from rlvr.errors import ConfigError
+    from rlvr.training.state import loss_spec
+
+    spec = loss_spec(config.load(None, ["grpo.ratio_level=sequence", "grpo.policy_loss=cispo",
+                                        "grpo.top_entropy_quantile=0.2", "grpo.mask_truncated=true",
+                                        "grpo.loss_agg=seq-mean-token-sum-norm",
+                                        "rollout.max_new_tokens=32"]))
+    assert spec.log_ratio_fn is RATIO_LEVELS["sequence"] and spec.policy_fn is POLICY_LOSSES["cispo"]
+    assert spec.top_entropy_quantile == 0.2 and spec.mask_truncated
+    assert spec.agg_fn.keywords == {"budget": 32}
+    plain = loss_spec(config.load(None))
+    assert plain.log_ratio_fn is token_log_ratio
+    assert plain.policy_fn is ppo_surrogate and not plain.mask_truncated
+    with pytest.raises(ConfigError, match="grpo.top_entropy_quantile"):
+        config.load(None, ["grpo.top_entropy_quantile=0"])
+    with pytest.raises(ConfigError, match="grpo.dual_clip"):
+        config.load(None, ["grpo.policy_loss=cispo", "grpo.dual_clip=3"])
+
+
+def test_build_batch_marks_completions_cut_at_the_budget():
+    from rlvr.training.update import build_batch
+    from rlvr.types import Completion, Group, Problem
+
+    comps = [Completion("", [7, 2], [-1.0] * 2, "stop"), Completion("", [8, 8, 8], [-1.0] * 3, "length")]
+    batch = build_batch([Group(Problem(id="p", prompt=""), [1, 5], comps)], torch.tensor([[1.0, -1.0]]), 0)
+    assert batch.truncated.tolist() == [False, True]
+    assert batch.without_truncated().train_mask().tolist() == [[1, 1, 0], [0, 0, 0]]
+    assert batch.rows(torch.tensor([1])).truncated.tolist() == [True]
+    assert batch.trimmed().truncated.tolist() == [False, True]

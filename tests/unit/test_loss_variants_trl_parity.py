@@ -8,6 +8,7 @@ token share, and truncated completions masked out of the loss.
 """
 
 import copy
+import dataclasses
 import functools
 
 import pytest
@@ -143,10 +144,12 @@ def test_top_entropy_quantile_is_trls(tiny, tmp_path):
     ours = _rlvr_loss(model, batch, old, batch.completion_mask, eps_low=0.2, eps_high=0.2,
                       agg_fn=token_mean, keep=keep)
     _same(ours, theirs)
-    # and the update applies it: the whole step (ratio 1) against TRL's without old log-probs
+    # and the update applies it: the whole step (ratio 1) against TRL's without old log-probs,
+    # with a zero-advantage group whose tokens still move the threshold
+    batch = dataclasses.replace(batch, advantages=torch.tensor([1.2, -0.6, -0.6, 0.0, 0.0, 0.0]))
     theirs = _trl_side(model2, tokenizer, tmp_path, batch, loss_type="dapo", epsilon=0.2,
-                       top_entropy_quantile=0.3)
-    _same(_rlvr_update(model2, batch, _spec(token_mean, True, top_entropy_quantile=0.3)), theirs)
+                       top_entropy_quantile=0.5)
+    _same(_rlvr_update(model2, batch, _spec(token_mean, True, top_entropy_quantile=0.5)), theirs)
 
 
 def test_mask_truncated_is_trls(tiny, tmp_path):

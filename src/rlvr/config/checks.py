@@ -35,6 +35,9 @@ def check_config(cfg: Any) -> None:
                           f"({cfg.agent.max_tokens}): a turn cannot be longer than its episode")
     if not cfg.data.task and not cfg.data.train_path:
         raise ConfigError("data.train_path: required when data.task is empty")
+    if cfg.grpo.policy_loss == "cispo" and cfg.grpo.dual_clip:
+        raise ConfigError("grpo.dual_clip: not used by grpo.policy_loss=cispo (its weight is capped "
+                          "at 1 + grpo.eps_high); set grpo.dual_clip=0")
 
 
 def check_terms(terms: Sequence[Any], key: str = "data.reward_funcs") -> None:
