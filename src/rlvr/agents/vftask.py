@@ -66,7 +66,7 @@ def _import_vf():
         import verifiers as vf
     except ImportError:
         raise ConfigError("data.task: verifiers environments need the verifiers package "
-                          "(pip install 'rlvr[verifiers]')") from None
+                          "(pip install -e '.[verifiers]')") from None
     if not hasattr(vf, "SingleTurnEnv"):
         raise ConfigError("data.task: verifiers environments need verifiers' classic API "
                           "(verifiers>=0.3.1,<0.4); this verifiers has none")

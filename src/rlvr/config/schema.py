@@ -36,6 +36,7 @@ def between(lo: float, hi: float, default: Any, *, lo_open: bool = False, hi_ope
     return rule(default, check, f"a number in {low}{lo:g}, {hi:g}{high}")
 
 
+TRACKERS = ("tensorboard", "wandb", "trackio", "mlflow")
 _DEVICE = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
 
 
@@ -58,6 +59,11 @@ class RunConfig:
     device: str = rule("auto", lambda v: bool(_DEVICE.match(v)), "auto, cpu, cuda or cuda:N")
     deterministic: bool = False     # GPU: deterministic algorithms + CUBLAS_WORKSPACE_CONFIG (slower)
     data_parallel: Literal["ddp", "fsdp2"] = "ddp"   # under torchrun (WORLD_SIZE > 1)
+    # experiment trackers fed every metrics line (wandb, trackio, mlflow are optional extras)
+    trackers: tuple[str, ...] = rule(("tensorboard",), lambda v: set(v) <= set(TRACKERS),
+                                     "a list of " + ", ".join(TRACKERS))
+    # steps between steps whose every completion goes to completions.parquet (0: off)
+    log_completions: int = at_least(0, "an integer >= 0 (0: off)", 0)
 
 
 @dataclass(frozen=True)
@@ -104,7 +110,7 @@ class DataConfig:
 
 @dataclass(frozen=True)
 class RolloutConfig:
-    engine: Literal["hf", "vllm", "ray"] = "hf"   # vllm and ray need their packages (rlvr[vllm], rlvr[ray])
+    engine: Literal["hf", "vllm", "ray"] = "hf"   # vllm and ray need their extras (pip install -e '.[vllm]')
     temperature: float = above(0, "a number > 0", 1.0)
     top_p: float = between(0, 1, 1.0, lo_open=True)
     top_k: int = at_least(0, "an integer >= 0 (0: off)", 0)   # 0: no top-k truncation

@@ -1,6 +1,6 @@
 """reasoning-gym as a task source: `data.task: reasoning_gym:NAME[=WEIGHT],NAME...`.
 
-Problems are generated offline by the optional `reasoning-gym` package (`pip install rlvr[gym]`):
+Problems are generated offline by the optional `reasoning-gym` package (`pip install -e '.[gym]'`):
 each task NAME is a `reasoning_gym.create_dataset(NAME, **data.task_options[NAME])`. A training
 draw picks a task by weight, then an item of that task's training dataset (seeded from the run's
 seed); the held-out split is the task's dataset under a fixed held-out seed, and training draws
@@ -58,7 +58,7 @@ def _import():
         import reasoning_gym
     except ImportError:
         raise ConfigError("data.task: reasoning_gym tasks need the reasoning-gym package "
-                          "(pip install 'rlvr[gym]' or pip install reasoning-gym)") from None
+                          "(pip install -e '.[gym]')") from None
     return reasoning_gym
 
 
