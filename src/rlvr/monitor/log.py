@@ -4,6 +4,9 @@
 hold the metrics; eval lines hold `eval/*` keys; event lines hold `event` (alarms). On resume the
 file is cut back to the byte offset saved in the checkpoint, so lines after it are written once.
 TensorBoard is best-effort: a missing or broken tensorboard install never stops training.
+Other trackers (`rlvr.monitor.trackers`) get every line written here; on resume, after the cut,
+they get the kept lines again and skip the steps they already hold (a tracker killed with the run
+may have lost its unflushed tail, which this refills).
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ def _clean(value: Any) -> Any:
 
 
 class MetricsLog:
-    def __init__(self, run_dir: Path, tensorboard: bool = True):
+    def __init__(self, run_dir: Path, tensorboard: bool = True, trackers: Any = None):
+        self.trackers = trackers        # a `trackers.Trackers`, or None
         self.path = run_dir / "metrics.jsonl"
         self.transcripts = run_dir / "transcripts.jsonl"
         self.t0 = time.time()
@@ -50,6 +54,9 @@ class MetricsLog:
             if p.exists() and p.stat().st_size > size:
                 with p.open("r+b") as f:
                     f.truncate(size)
+        if self.trackers is not None:
+            for record in read_metrics(self.path.parent):
+                self.trackers.write(record)
 
     def write(self, record: dict[str, Any]) -> None:
         record = {k: _clean(v) for k, v in record.items()}
@@ -61,6 +68,8 @@ class MetricsLog:
             for key, value in record.items():
                 if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "step":
                     self._tb.add_scalar(key, value, record["step"])
+        if self.trackers is not None:
+            self.trackers.write(record)
 
     def write_transcripts(self, step: int, groups: Sequence[Group], advantages) -> None:
         """The best- and worst-advantage completion of the step, with reward, flags, advantage."""
@@ -80,9 +89,16 @@ class MetricsLog:
                     "advantage": adv, "flags": list(c.score.flags) if c.score else [],
                     "finish_reason": c.finish_reason}) + "\n")
 
+    def table(self, step: int, name: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Rows (e.g. a step's completions) for the trackers that take tables."""
+        if self.trackers is not None:
+            self.trackers.table(step, name, rows)
+
     def close(self) -> None:
         if self._tb is not None:
             self._tb.close()
+        if self.trackers is not None:
+            self.trackers.close()
 
 
 def read_metrics(run_dir: Path) -> list[dict[str, Any]]:

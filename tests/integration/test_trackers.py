@@ -1,0 +1,104 @@
+"""W&B (offline) and MLflow (file store) fed by a real `rlvr train`, killed with SIGKILL and resumed:
+the values read back from each tracker's own files equal `metrics.jsonl`'s, every step is held
+once, and the resumed run continued the same tracker runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("wandb")
+pytest.importorskip("mlflow")
+
+NON_DETERMINISTIC = ("time", "timing/", "tokens_per_s")
+
+
+def _config(tmp_path: Path, run_dir: Path) -> Path:
+    cfg = tmp_path / "trackers.yaml"
+    cfg.write_text(
+        "seed: 1\n"
+        f"run: {{dir: {run_dir}, save_every: 2, eval_every: 3, progress: false, threads: 1,"
+        " report: false, trackers: [tensorboard, wandb, mlflow]}\n"
+        "data: {task: arithmetic, difficulty: 1, heldout_size: 6}\n"
+        "rollout: {max_new_tokens: 12}\n"
+        "grpo: {steps: 7, group_size: 3, prompts_per_step: 2}\n")
+    return cfg
+
+
+def _metric_lines(run_dir: Path) -> dict[int, dict[str, float]]:
+    """step → the deterministic numeric values of every line at that step (step and eval lines)."""
+    out: dict[int, dict[str, float]] = defaultdict(dict)
+    for line in (run_dir / "metrics.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        if "event" in rec or "step" not in rec:
+            continue
+        out[rec["step"]].update({k: v for k, v in rec.items() if k != "step" and not k.startswith(NON_DETERMINISTIC)
+                                 and isinstance(v, (int, float)) and not isinstance(v, bool)})
+    return dict(out)
+
+
+def _kill_after_steps(cmd, env, run_dir: Path, steps: int) -> None:
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 300
+    path = run_dir / "metrics.jsonl"
+    while proc.poll() is None and time.time() < deadline:
+        if path.exists() and path.read_text().count('"reward/mean"') >= steps:
+            os.kill(proc.pid, signal.SIGKILL)
+            break
+        time.sleep(0.01)
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()[-3000:]
+
+
+def test_trackers_hold_the_metrics_once_across_a_kill_and_resume(tmp_path):
+    from mlflow.tracking import MlflowClient
+    os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")   # to read the run's file store back
+
+    from rlvr.monitor.trackers.mlflow_tracker import metric_name
+    from rlvr.monitor.trackers.wandb_tracker import history
+
+    run_dir = tmp_path / "run"
+    env = dict(os.environ, WANDB_MODE="offline", WANDB_SILENT="true", OMP_NUM_THREADS="1")
+    env.pop("MLFLOW_TRACKING_URI", None)
+    cmd = [sys.executable, "-m", "rlvr.cli", "train", str(_config(tmp_path, run_dir))]
+    _kill_after_steps(cmd, env, run_dir, 5)     # after the step-4 checkpoint, before the end
+    ids = json.loads((run_dir / "trackers.json").read_text())
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads((run_dir / "trackers.json").read_text()) == ids   # the same tracker runs
+    expected = _metric_lines(run_dir)
+    assert sorted(expected) == list(range(8)) and "eval/accuracy" in expected[3]
+
+    # W&B: two offline sessions of the one run id, one row per step between them
+    sessions = sorted((run_dir / "wandb").glob("offline-run-*"))
+    assert len(sessions) == 2 and all(s.name.endswith(ids["wandb"]) for s in sessions)
+    rows = history(run_dir, ids["wandb"])
+    steps = [r["_step"] for r in rows]
+    assert sorted(steps) == list(range(8)), steps               # each step once, none missing
+    for row in rows:
+        want = expected[row["_step"]]
+        assert {k: row[k] for k in want} == pytest.approx(want), row["_step"]
+
+    # MLflow: one run in the file store; each metric's history has each step once
+    client = MlflowClient(tracking_uri=(run_dir / "mlruns").resolve().as_uri())
+    exp = client.get_experiment_by_name("rlvr")
+    assert [r.info.run_id for r in client.search_runs([exp.experiment_id])] == [ids["mlflow"]]
+    run = client.get_run(ids["mlflow"])
+    assert run.data.params["grpo.steps"] == "7" and run.info.status == "FINISHED"
+    got: dict[int, dict[str, float]] = defaultdict(dict)
+    for key in run.data.metrics:
+        points = client.get_metric_history(ids["mlflow"], key)
+        assert len({p.step for p in points}) == len(points), key   # no step twice
+        for p in points:
+            got[p.step][key] = p.value
+    for step, want in expected.items():
+        assert {metric_name(k): got[step][metric_name(k)] for k in want} == pytest.approx(
+            {metric_name(k): v for k, v in want.items()}), step
