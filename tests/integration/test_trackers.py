@@ -26,7 +26,7 @@ def _config(tmp_path: Path, run_dir: Path) -> Path:
     cfg.write_text(
         "seed: 1\n"
         f"run: {{dir: {run_dir}, save_every: 2, eval_every: 3, progress: false, threads: 1,"
-        " report: false, trackers: [tensorboard, wandb, mlflow]}\n"
+        " report: false, trackers: [tensorboard, wandb, mlflow], log_completions: 2}\n"
         "data: {task: arithmetic, difficulty: 1, heldout_size: 6}\n"
         "rollout: {max_new_tokens: 12}\n"
         "grpo: {steps: 7, group_size: 3, prompts_per_step: 2}\n")
@@ -45,12 +45,14 @@ def _metric_lines(run_dir: Path) -> dict[int, dict[str, float]]:
     return dict(out)
 
 
-def _kill_after_steps(cmd, env, run_dir: Path, steps: int) -> None:
+def _kill_after_rows(cmd, env, run_dir: Path, rows: int) -> None:
+    from rlvr.monitor.completions import row_count
+
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 300
-    path = run_dir / "metrics.jsonl"
+    path = run_dir / "completions.parquet"
     while proc.poll() is None and time.time() < deadline:
-        if path.exists() and path.read_text().count('"reward/mean"') >= steps:
+        if path.exists() and row_count(path) >= rows:
             os.kill(proc.pid, signal.SIGKILL)
             break
         time.sleep(0.01)
@@ -62,6 +64,7 @@ def test_trackers_hold_the_metrics_once_across_a_kill_and_resume(tmp_path):
     from mlflow.tracking import MlflowClient
     os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")   # to read the run's file store back
 
+    from rlvr.monitor import completions
     from rlvr.monitor.trackers.mlflow_tracker import metric_name
     from rlvr.monitor.trackers.wandb_tracker import history
 
@@ -69,21 +72,28 @@ def test_trackers_hold_the_metrics_once_across_a_kill_and_resume(tmp_path):
     env = dict(os.environ, WANDB_MODE="offline", WANDB_SILENT="true", OMP_NUM_THREADS="1")
     env.pop("MLFLOW_TRACKING_URI", None)
     cmd = [sys.executable, "-m", "rlvr.cli", "train", str(_config(tmp_path, run_dir))]
-    _kill_after_steps(cmd, env, run_dir, 5)     # after the step-4 checkpoint, before the end
+    # killed once step 4's completions are written: after the checkpoint at 4 steps done, which
+    # holds 12 rows (steps 0 and 2), so the resumed run must cut step 4's rows and write them again
+    _kill_after_rows(cmd, env, run_dir, 18)
     ids = json.loads((run_dir / "trackers.json").read_text())
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads((run_dir / "trackers.json").read_text()) == ids   # the same tracker runs
     expected = _metric_lines(run_dir)
     assert sorted(expected) == list(range(8)) and "eval/accuracy" in expected[3]
+    rows = completions.read(run_dir / "completions.parquet")   # 2 prompts x 3 completions a step
+    assert [r["step"] for r in rows] == [0] * 6 + [2] * 6 + [4] * 6 + [6] * 6
+    assert [(r["group"], r["sample"]) for r in rows[:6]] == [(p, g) for p in range(2) for g in range(3)]
 
     # W&B: two offline sessions of the one run id, one row per step between them
     sessions = sorted((run_dir / "wandb").glob("offline-run-*"))
     assert len(sessions) == 2 and all(s.name.endswith(ids["wandb"]) for s in sessions)
-    rows = history(run_dir, ids["wandb"])
-    steps = [r["_step"] for r in rows]
+    history_rows = history(run_dir, ids["wandb"])
+    steps = [r["_step"] for r in history_rows]
     assert sorted(steps) == list(range(8)), steps               # each step once, none missing
-    for row in rows:
+    tables = [(r["_step"], r["completions/nrows"]) for r in history_rows if "completions/nrows" in r]
+    assert tables == [(0, 6), (2, 6), (4, 6), (6, 6)]             # the completions tables
+    for row in history_rows:
         want = expected[row["_step"]]
         assert {k: row[k] for k in want} == pytest.approx(want), row["_step"]
 
@@ -93,6 +103,8 @@ def test_trackers_hold_the_metrics_once_across_a_kill_and_resume(tmp_path):
     assert [r.info.run_id for r in client.search_runs([exp.experiment_id])] == [ids["mlflow"]]
     run = client.get_run(ids["mlflow"])
     assert run.data.params["grpo.steps"] == "7" and run.info.status == "FINISHED"
+    tables = sorted(a.path for a in client.list_artifacts(ids["mlflow"], "completions"))
+    assert tables == [f"completions/step_{s:06d}.json" for s in (0, 2, 4, 6)]
     got: dict[int, dict[str, float]] = defaultdict(dict)
     for key in run.data.metrics:
         points = client.get_metric_history(ids["mlflow"], key)
