@@ -1,6 +1,7 @@
 """W&B (offline) and MLflow (file store) fed by a real `rlvr train`, killed with SIGKILL and resumed:
-the values read back from each tracker's own files equal `metrics.jsonl`'s, every step is held
-once, and the resumed run continued the same tracker runs."""
+the values read back from each tracker's own files equal `metrics.jsonl`'s (pass@k from `eval.k`
+included), every step is held once, the resumed run continued the same tracker runs, and
+completions.parquet holds each logged step's completions once."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def _config(tmp_path: Path, run_dir: Path) -> Path:
         " report: false, trackers: [tensorboard, wandb, mlflow], log_completions: 2}\n"
         "data: {task: arithmetic, difficulty: 1, heldout_size: 6}\n"
         "rollout: {max_new_tokens: 12}\n"
-        "grpo: {steps: 7, group_size: 3, prompts_per_step: 2}\n")
+        "grpo: {steps: 7, group_size: 3, prompts_per_step: 2}\n"
+        "eval: {k: [1, 2]}\n")
     return cfg
 
 
@@ -81,6 +83,9 @@ def test_trackers_hold_the_metrics_once_across_a_kill_and_resume(tmp_path):
     assert json.loads((run_dir / "trackers.json").read_text()) == ids   # the same tracker runs
     expected = _metric_lines(run_dir)
     assert sorted(expected) == list(range(8)) and "eval/accuracy" in expected[3]
+    for step in (3, 6, 7):   # eval.k runs inside the training run, at every evaluation
+        ev = expected[step]
+        assert 0 <= ev["eval/pass@1"] <= ev["eval/pass@2"] <= 1 and "eval/maj@2" in ev, ev
     rows = completions.read(run_dir / "completions.parquet")   # 2 prompts x 3 completions a step
     assert [r["step"] for r in rows] == [0] * 6 + [2] * 6 + [4] * 6 + [6] * 6
     assert [(r["group"], r["sample"]) for r in rows[:6]] == [(p, g) for p in range(2) for g in range(3)]
