@@ -42,7 +42,8 @@ def _metric_lines(run_dir: Path) -> dict[int, dict[str, float]]:
         rec = json.loads(line)
         if "event" in rec or "step" not in rec:
             continue
-        out[rec["step"]].update({k: v for k, v in rec.items() if k != "step" and not k.startswith(NON_DETERMINISTIC)
+        out[rec["step"]].update({k: v for k, v in rec.items()
+                                 if k != "step" and not k.startswith(NON_DETERMINISTIC)
                                  and isinstance(v, (int, float)) and not isinstance(v, bool)})
     return dict(out)
 

@@ -42,3 +42,26 @@ def test_the_file_grows_by_whole_steps_and_is_cut_back_to_the_checkpoint(tmp_pat
     assert [r["step"] for r in completions.read(tmp_path / completions.FILE)] == [0] * 4
     log.truncate_to({})               # a fresh start: the file goes
     assert not (tmp_path / completions.FILE).exists()
+
+
+def test_the_report_shows_the_hardest_won_and_the_flagged_completions(tmp_path):
+    from rlvr.report.html import hardest_won, write_report
+
+    def comp(text, correct, flags=()):
+        return Completion(text, [5], [-1.0], "stop", Score(float(correct), correct, flags))
+
+    easy = Group(Problem("easy", "2+2="), [1],
+                 [comp("EASY-WIN", True), comp("e2", True), comp("e3", True)])
+    hard = Group(Problem("hard", "9+9="), [1], [comp("HARD-WIN", True), comp("HARD-FLAGGED", False, ("no_answer",)),
+                                                comp("HARD-PLAIN", False)])
+    (tmp_path / "metrics.jsonl").write_text(json.dumps({"step": 0, "reward/mean": 0.5}) + "\n")
+    completions.append(tmp_path / completions.FILE,
+                       completions.completion_rows(0, [easy, hard], torch.zeros(2, 3)))
+    rows = completions.read(tmp_path / completions.FILE)
+    assert [r["completion"] for r in hardest_won(rows, 2)] == ["HARD-WIN", "EASY-WIN"]
+    page = write_report(tmp_path).read_text()
+    section = page[page.index("Hardest-won"):]
+    assert section.index("HARD-WIN") < section.index("EASY-WIN")
+    assert "completions.parquet</a> row 3 " in section        # the hard win is row 3 of the file
+    flagged = section[section.index("Flagged by a verifier"):]
+    assert "HARD-FLAGGED" in flagged and "no_answer" in flagged and "HARD-PLAIN" not in flagged
