@@ -52,7 +52,8 @@ def test_the_report_shows_the_hardest_won_and_the_flagged_completions(tmp_path):
 
     easy = Group(Problem("easy", "2+2="), [1],
                  [comp("EASY-WIN", True), comp("e2", True), comp("e3", True)])
-    hard = Group(Problem("hard", "9+9="), [1], [comp("HARD-WIN", True), comp("HARD-FLAGGED", False, ("no_answer",)),
+    hard = Group(Problem("hard", "9+9="), [1], [comp("HARD-WIN", True),
+                                                comp("HARD-FLAGGED", False, ("no_answer",)),
                                                 comp("HARD-PLAIN", False)])
     (tmp_path / "metrics.jsonl").write_text(json.dumps({"step": 0, "reward/mean": 0.5}) + "\n")
     completions.append(tmp_path / completions.FILE,
