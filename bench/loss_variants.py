@@ -2,7 +2,7 @@
 default loss, GSPO and CISPO from one SFT cold start, at seeds 0 and 1, each arm's held-out gain
 against the default's at the same seed.
 
-    OMP_NUM_THREADS=1 python bench/loss_variants.py [--steps 30] [--seeds 0 1] [--out runs/loss_variants]
+    OMP_NUM_THREADS=1 python bench/loss_variants.py [--steps 30] [--seeds 0 1] [--mu 1] [--out runs/loss_variants]
 
 The cold start is `rlvr quickstart`'s (SFT until 20 % on a probe, cached in OUT/sft); every arm is
 the quickstart preset (8 prompts x G=16, 48 new tokens, lr 5e-5, mu = 1) with grpo.steps=STEPS and
@@ -13,7 +13,9 @@ evaluates greedy accuracy on the same 500 held-out problems at the end. Arms (ov
 With mu = 1 the ratio is 1 at every update, so clipping is never active: GSPO differs from the
 default by weighting each sequence's tokens 1/|y| (sequence-level gradient), while CISPO's gradient
 equals PPO's exactly (−A·∇log π either way) and its run should repeat the default's.
-Runs one arm at a time; prints one line per run and a JSON line last with every gain and the ratio
+`--mu 2` gives every arm (the default too) two optimisation passes per batch, so the second pass
+sees ratios away from 1 and the clip (PPO, GSPO) or the capped weight (CISPO) acts. Runs one arm
+at a time; prints one line per run and a JSON line last with every gain and the ratio
 of each arm's gain to the default's (the check: >= 0.5 at every seed).
 """
 
@@ -45,6 +47,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    ap.add_argument("--mu", type=int, default=1)
     ap.add_argument("--out", default="runs/loss_variants")
     args = ap.parse_args()
     out = Path(args.out)
@@ -61,7 +64,8 @@ def main() -> None:
     for seed in args.seeds:
         for arm, overrides in ARMS.items():
             cfg = config_mod.load(DEFAULT_CONFIG, [
-                f"model.path={out / 'sft'}", f"run.dir={out / f'{arm}-seed{seed}'}", f"seed={seed}",
+                f"model.path={out / 'sft'}", f"run.dir={out / f'{arm}-mu{args.mu}-seed{seed}'}",
+                f"seed={seed}", f"grpo.mu={args.mu}",
                 f"grpo.steps={args.steps}", f"run.eval_every={args.steps}", "run.save_every=0",
                 "run.resume=never", "run.report=false", "run.progress=false", *overrides])
             t0 = time.perf_counter()
@@ -71,7 +75,7 @@ def main() -> None:
                   f"in {time.perf_counter() - t0:.0f} s", flush=True)
     ratios = {arm: {s: g / gains["default"][s] if gains["default"][s] else float("nan")
                     for s, g in by_seed.items()} for arm, by_seed in gains.items()}
-    print(json.dumps({"cold_start": before, "steps": args.steps, "gains": gains,
+    print(json.dumps({"cold_start": before, "steps": args.steps, "mu": args.mu, "gains": gains,
                       "ratio_to_default": ratios}))
 
 
