@@ -2,7 +2,7 @@
 default loss, GSPO and CISPO from one SFT cold start, at seeds 0 and 1, each arm's held-out gain
 against the default's at the same seed.
 
-    OMP_NUM_THREADS=1 python bench/loss_variants.py [--steps 30] [--seeds 0 1] [--mu 1] [--out runs/loss_variants]
+    OMP_NUM_THREADS=1 python bench/loss_variants.py [--steps 30] [--seeds 0 1] [--mu 1] [--out DIR]
 
 The cold start is `rlvr quickstart`'s (SFT until 20 % on a probe, cached in OUT/sft); every arm is
 the quickstart preset (8 prompts x G=16, 48 new tokens, lr 5e-5, mu = 1) with grpo.steps=STEPS and
