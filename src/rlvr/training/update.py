@@ -64,7 +64,8 @@ class Batch:
     # [B, Tc] 1 on tokens that get gradient; None means completion_mask. Agent episodes set it to
     # 0 on environment tokens, which stay in completion_mask: the model attends to them.
     loss_mask: torch.Tensor | None = None
-    # [B] bool: the completion hit the generation budget (finish_reason "length"); None: unknown
+    # [B] bool: the completion hit the generation budget (finish_reason "length", or "tokens" for
+    # an agent episode); None: unknown
     truncated: torch.Tensor | None = None
 
     def __len__(self) -> int:
@@ -146,7 +147,7 @@ def build_batch(groups: Sequence[Group], advantages_P_G: torch.Tensor, pad_id: i
     prompts, completions, logps, advs, masks, cut = [], [], [], [], [], []
     for p, group in enumerate(groups):
         for g, c in enumerate(group.completions):
-            cut.append(c.finish_reason == "length")
+            cut.append(c.finish_reason in ("length", "tokens"))   # "tokens": an episode out of budget
             prompts.append(group.prompt_ids)
             completions.append(c.token_ids)
             masks.append(c.loss_mask)

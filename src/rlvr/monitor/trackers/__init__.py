@@ -22,6 +22,8 @@ import math
 from pathlib import Path
 from typing import Any, Protocol, Sequence
 
+from rlvr.errors import UserError
+
 IDS_FILE = "trackers.json"
 _MODULES = {"wandb": "rlvr.monitor.trackers.wandb_tracker", "mlflow": "rlvr.monitor.trackers.mlflow_tracker"}
 
@@ -82,7 +84,13 @@ def open_trackers(names: Sequence[str], run_dir: Path, run_name: str, config: di
     for name in names:
         if name in _MODULES:
             module = importlib.import_module(_MODULES[name])
-            opened[name] = module.open_tracker(Path(run_dir), run_name, config, ids.get(name))
+            try:
+                opened[name] = module.open_tracker(Path(run_dir), run_name, config, ids.get(name))
+            except Exception as exc:  # noqa: BLE001 - a login, a server, a store: say which and stop
+                for t in opened.values():
+                    t.close()
+                raise UserError(f"run.trackers: {name} could not start a run: "
+                                f"{type(exc).__name__}: {exc}") from None
     if opened:
         ids.update({name: t.run_id for name, t in opened.items()})
         ids_path.write_text(json.dumps(ids, indent=1) + "\n")
