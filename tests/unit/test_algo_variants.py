@@ -126,3 +126,28 @@ def test_build_batch_marks_completions_cut_at_the_budget():
     assert batch.without_truncated().train_mask().tolist() == [[1, 1, 0], [0, 0, 0]]
     assert batch.rows(torch.tensor([1])).truncated.tolist() == [True]
     assert batch.trimmed().truncated.tolist() == [False, True]
+
+
+def test_the_update_runs_the_chosen_ratio_level_and_surrogate():
+    import dataclasses
+
+    from rlvr.models.tiny import build_model
+    from rlvr.training.update import build_batch, default_loss_spec, update_policy
+    from rlvr.types import Completion, Group, Problem
+
+    model, _ = build_model(seed=1, hidden=32, layers=2, heads=4, mlp=64)
+    comps = [Completion("", [7, 8, 2], [-1.0] * 3, "stop"), Completion("", [9, 2], [-1.0] * 2, "length")]
+    batch = build_batch([Group(Problem(id="p", prompt=""), [1, 5], comps)], torch.tensor([[1.0, -1.0]]), 0)
+    seen = []
+
+    def ratio(*args):
+        seen.append("sequence")
+        return sequence_log_ratio(*args)
+
+    def surrogate(*args):
+        seen.append("cispo")
+        return cispo_surrogate(*args)
+
+    spec = dataclasses.replace(default_loss_spec(), log_ratio_fn=ratio, policy_fn=surrogate)
+    update_policy(model, torch.optim.SGD(model.parameters(), lr=0.1), batch, spec, mu=2)
+    assert seen == ["sequence", "cispo"] * 2    # both passes
