@@ -11,7 +11,7 @@ Resume: the tracker run ids are kept in `RUN_DIR/trackers.json`, written when th
 so a resumed run (same run dir) continues the same tracker runs. Lines after the checkpoint are
 written again on resume; each tracker skips the steps it already holds (W&B: its resumed step,
 or in offline mode the steps in its earlier offline files; MLflow: each metric's last step), so
-no step is logged twice. Guaranteed: nothing here is imported by a run that names no tracker.
+no step is logged twice. Guaranteed: a run that names no tracker imports no tracker package.
 """
 
 from __future__ import annotations
