@@ -154,3 +154,34 @@ def test_wandb_skips_the_steps_its_killed_session_flushed(tmp_path):
     rows = history(tmp_path, run_id)
     assert sorted(r["_step"] for r in rows) == list(range(80))     # every step once
     assert all(r["m/3"] == pytest.approx(r["_step"] + 0.03) for r in rows)
+
+
+WANDB_ALARM = """
+import sys
+from pathlib import Path
+from rlvr.monitor.trackers import open_trackers
+t = open_trackers(["wandb"], Path(sys.argv[1]), "x", {})
+t.write({"step": 0, "reward/mean": 0.5})
+t.write({"step": 0, "event": "alarm", "name": "entropy_collapse", "message": "lower the lr"})
+t.write({"step": 1, "reward/mean": 0.7})
+t.close()
+"""
+
+
+def test_wandb_gets_alarms_as_alerts(tmp_path):
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    from rlvr.monitor.trackers.wandb_tracker import _records
+
+    env = dict(os.environ, WANDB_MODE="offline", WANDB_SILENT="true")
+    done = subprocess.run([sys.executable, "-c", WANDB_ALARM, str(tmp_path)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (path,) = tmp_path.glob("wandb/offline-run-*/run-*.wandb")
+    alerts = []
+    for data in _records(path.read_bytes()):
+        record = pb.Record()
+        record.ParseFromString(data)
+        if record.WhichOneof("record_type") == "alert":
+            alerts.append((record.alert.title, record.alert.text))
+    assert alerts == [("entropy_collapse (step 0)", "lower the lr")]
