@@ -20,7 +20,6 @@ from rlvr.errors import DataError
 from rlvr.types import Problem
 
 _ROLES = {"system", "user", "assistant", "tool"}
-# the reference column under any of its usual names (TRL datasets: `solution`), first found wins
 
 
 def _rows_jsonl(path: Path) -> Iterator[tuple[str, Any]]:

@@ -78,3 +78,24 @@ def test_router_sends_each_problem_to_its_verifier_in_one_batch_each():
     assert calls == [2] and scores[3].flags == ("unknown_verifier",)
     with pytest.raises(ValueError, match="problem d"):
         router.check_reference(problems[3])
+
+
+def test_overlong_counts_the_sampled_tokens_through_training_scoring():
+    from rlvr.evaluation.metrics import score_groups
+    from rlvr.types import Completion, Group, Problem
+    from rlvr.verifiers.compose import CompositeVerifier, RoutingVerifier
+    from rlvr.verifiers.reward_funcs import RewardFunctionsVerifier
+
+    # one word, 6 tokens: over a 4-token budget (−1) although 1 word is well inside it
+    long = Completion("aaaaaa", [5] * 6, [-1.0] * 6, "length")
+    short = Completion("a a a", [5] * 3, [-1.0] * 3, "stop")   # 3 tokens: 2 − 3 = −1 of cache 2 → −0.5
+    options = {"max_length": 4, "cache_length": 2}
+    composite = CompositeVerifier(terms=[{"verifier": "overlong", "options": options}])
+    router = RoutingVerifier(verifiers={"overlong": composite})
+    terms = RewardFunctionsVerifier(terms=[{"verifier": "overlong", "options": options}])
+    for verifier in (overlong_verifier(**options), composite, router, terms):
+        group = Group(Problem("p", "x", verifier="overlong"), [1], [long, short])
+        score_groups([group], {"overlong": verifier})
+        assert [c.score.reward for c in group.completions] == [-1.0, -0.5], verifier
+    # without ids (a direct call) the text's words are counted, as before
+    assert [s.reward for s in overlong_verifier(**options).score_batch(["aaaaaa"], [None])] == [0.0]

@@ -17,17 +17,7 @@ import torch
 from torch import Tensor
 
 from rlvr.algo.kl import kl_k3
-
-# exp(20) ≈ 5e8: far outside any clip range, yet finite in float32 and bfloat16.
-_LOG_RATIO_CLAMP = 20.0
-
-
-def _per_token_adv(adv: Tensor, like: Tensor) -> Tensor:
-    if adv.dim() == 1:
-        adv = adv.unsqueeze(-1)  # [B, 1]: a sequence-level advantage applies to every token
-    # no dtype cast: an fp32 advantage times a bf16 ratio promotes to fp32 rather than rounding A
-    return adv.expand_as(like)
-
+from rlvr.algo.variants import LOG_RATIO_CLAMP, ppo_surrogate, token_log_ratio
 
 def clipped_surrogate(logp: Tensor, old_logp: Tensor, adv: Tensor, eps_low: float,
                       eps_high: float, dual_clip: float = 0.0) -> tuple[Tensor, Tensor, Tensor]:
@@ -47,16 +37,7 @@ def clipped_surrogate(logp: Tensor, old_logp: Tensor, adv: Tensor, eps_low: floa
     logp, old_logp: [B, T]; adv: [B] or [B, T]. Returns (loss [B, T], clipped_low [B, T] bool,
     clipped_high [B, T] bool). Padding is not masked here.
     """
-    adv = _per_token_adv(adv, logp)
-    ratio = torch.exp((logp - old_logp).clamp(-_LOG_RATIO_CLAMP, _LOG_RATIO_CLAMP))
-    unclipped = -adv * ratio
-    clipped = -adv * ratio.clamp(1.0 - eps_low, 1.0 + eps_high)
-    loss = torch.maximum(unclipped, clipped)
-    if dual_clip > 1.0:
-        loss = torch.where(adv < 0, torch.minimum(loss, -adv * dual_clip), loss)
-    clipped_low = (ratio < 1.0 - eps_low) & (adv < 0)
-    clipped_high = (ratio > 1.0 + eps_high) & (adv > 0)
-    return loss, clipped_low, clipped_high
+    return ppo_surrogate(token_log_ratio(logp, old_logp, logp), logp, adv, eps_low, eps_high, dual_clip)
 
 
 def _masked(loss_B_T: Tensor, mask_B_T: Tensor) -> Tensor:
@@ -85,17 +66,18 @@ def seq_mean_token_mean(loss_B_T: Tensor, mask_B_T: Tensor, norm: float | None =
     return per_seq_B.sum() / denom
 
 
-def seq_mean_token_sum_norm(loss_B_T: Tensor, mask_B_T: Tensor,
-                            norm: float | None = None) -> Tensor:
+def seq_mean_token_sum_norm(loss_B_T: Tensor, mask_B_T: Tensor, norm: float | None = None,
+                            budget: int | None = None) -> Tensor:
     """Each sequence's token SUM divided by a constant, then mean over sequences (Dr. GRPO,
-    arXiv:2503.20783 Eq. 4 / verl's "seq-mean-token-sum-norm").
+    arXiv:2503.20783 Eq. 4; TRL's `loss_type="dr_grpo"`; verl's "seq-mean-token-sum-norm").
 
-    The constant is the mask's T (the padded length). Dr. GRPO uses the generation budget; the two
-    agree when the caller pads to max_new_tokens, and gradient accumulation is exact only when
-    every minibatch is padded to the same T. norm: the number of sequences in the WHOLE batch
-    when this call sees one minibatch; None uses this call's B.
+    The constant is `budget`, the generation budget (max_new_tokens) as Dr. GRPO and TRL divide
+    by it; the run passes it (`rlvr.training.state.loss_spec`). budget None uses the mask's T (the
+    padded length): equal only when the caller pads to the budget, and gradient accumulation is
+    then exact only when every minibatch is padded to the same T. norm: the number of sequences
+    in the WHOLE batch when this call sees one minibatch; None uses this call's B.
     """
-    per_seq_B = _masked(loss_B_T, mask_B_T).sum(-1) / loss_B_T.shape[-1]
+    per_seq_B = _masked(loss_B_T, mask_B_T).sum(-1) / (budget or loss_B_T.shape[-1])
     denom = norm if norm is not None else loss_B_T.shape[0]
     return per_seq_B.sum() / denom
 
@@ -131,7 +113,7 @@ def _masked_mean(x_B_T: Tensor, mask_B_T: Tensor) -> Tensor:
 
 
 def _ratio_stats(logp: Tensor, old_logp: Tensor, mask_B_T: Tensor) -> dict[str, Tensor]:
-    ratio = torch.exp(_as_stat(logp - old_logp).clamp(-_LOG_RATIO_CLAMP, _LOG_RATIO_CLAMP))
+    ratio = torch.exp(_as_stat(logp - old_logp).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))
     keep = mask_B_T.bool()
     if not keep.any():
         nan = _as_stat(logp.new_tensor(float("nan")))
@@ -145,7 +127,9 @@ def grpo_loss(logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, *, eps_
               beta: float = 0.0, kl_fn: Callable[[Tensor, Tensor], Tensor] = kl_k3,
               agg_fn: Callable[..., Tensor] = token_mean, entropy: Tensor | None = None,
               entropy_coef: float = 0.0, norm: float | None = None,
-              is_weight: Tensor | None = None) -> tuple[Tensor, dict[str, Tensor]]:
+              is_weight: Tensor | None = None, log_ratio_fn: Callable[..., Tensor] = token_log_ratio,
+              policy_fn: Callable[..., tuple[Tensor, Tensor, Tensor]] = ppo_surrogate,
+              keep: Tensor | None = None) -> tuple[Tensor, dict[str, Tensor]]:
     """GRPO objective (arXiv:2402.03300 Eq. 3) as a scalar loss to minimise, plus statistics.
 
     loss = agg_fn(surrogate + beta·kl − entropy_coef·entropy, mask, norm=norm), with the
@@ -155,6 +139,9 @@ def grpo_loss(logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, *, eps_
     coefficient is 0, so a nan in an unused input cannot reach the loss. is_weight [B, T] (from
     `rlvr.algo.offpolicy.is_weights`) multiplies the surrogate only, not the KL or entropy terms
     (as TRL does): it corrects for tokens sampled by a behaviour policy other than π_old.
+    The variants (`rlvr.algo.variants`): log_ratio_fn is the ratio level (token or GSPO's
+    sequence), policy_fn the surrogate (PPO's clip or CISPO), keep [B, T] bool the tokens that get
+    the surrogate (e.g. `high_entropy_mask`; the others still count in the normaliser, as in TRL).
 
     Statistics (detached float scalars, means over unmasked tokens): "clip_ratio/low_mean",
     "clip_ratio/high_mean", "clip_ratio/region_mean", "ratio/mean", "ratio/max", "ratio/min",
@@ -162,9 +149,12 @@ def grpo_loss(logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, *, eps_
     over THIS call's tokens, whatever `norm` says: average them across minibatches yourself.
     Shapes: logp, old_logp, mask, ref_logp, entropy [B, T]; adv [B] or [B, T].
     """
-    per_token, low, high = clipped_surrogate(logp, old_logp, adv, eps_low, eps_high, dual_clip)
+    per_token, low, high = policy_fn(log_ratio_fn(logp, old_logp, mask), logp, adv, eps_low,
+                                     eps_high, dual_clip)
     if is_weight is not None:
         per_token = per_token * is_weight.detach()
+    if keep is not None:
+        per_token = torch.where(keep, per_token, torch.zeros_like(per_token))
     stats: dict[str, Tensor] = {}
     if ref_logp is not None:
         kl = kl_fn(logp, ref_logp)

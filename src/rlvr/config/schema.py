@@ -36,6 +36,8 @@ def between(lo: float, hi: float, default: Any, *, lo_open: bool = False, hi_ope
     return rule(default, check, f"a number in {low}{lo:g}, {hi:g}{high}")
 
 
+# trackio is not offered: its current releases pin pillow < 13, below the venv's (see README)
+TRACKERS = ("tensorboard", "wandb", "mlflow")
 _DEVICE = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
 
 
@@ -64,6 +66,11 @@ class RunConfig:
     device: str = rule("auto", lambda v: bool(_DEVICE.match(v)), "auto, cpu, cuda or cuda:N")
     deterministic: bool = False     # GPU: deterministic algorithms + CUBLAS_WORKSPACE_CONFIG (slower)
     data_parallel: Literal["ddp", "fsdp2"] = "ddp"   # under torchrun (WORLD_SIZE > 1)
+    # experiment trackers fed every metrics line (wandb and mlflow are optional extras)
+    trackers: tuple[str, ...] = rule(("tensorboard",), lambda v: set(v) <= set(TRACKERS),
+                                     "a list of " + ", ".join(TRACKERS))
+    # steps between steps whose every completion goes to completions.parquet (0: off)
+    log_completions: int = at_least(0, "an integer >= 0 (0: off)", 0)
 
 
 @dataclass(frozen=True)
@@ -110,7 +117,7 @@ class DataConfig:
 
 @dataclass(frozen=True)
 class RolloutConfig:
-    engine: Literal["hf", "vllm", "ray"] = "hf"   # vllm and ray need their packages (rlvr[vllm], rlvr[ray])
+    engine: Literal["hf", "vllm", "ray"] = "hf"   # vllm and ray need their extras (pip install -e '.[vllm]')
     temperature: float = above(0, "a number > 0", 1.0)
     top_p: float = between(0, 1, 1.0, lo_open=True)
     top_k: int = at_least(0, "an integer >= 0 (0: off)", 0)   # 0: no top-k truncation
@@ -152,6 +159,13 @@ class GRPOConfig:
     is_correction: Literal["none", "token", "sequence"] = "none"
     is_mode: Literal["truncate", "mask"] = "truncate"   # weights above is_cap: cut to is_cap, or zeroed
     is_cap: float = at_least(1, "a number >= 1", 2.0)   # C for is_mode
+    # importance ratio per token (PPO/GRPO) or per sequence (GSPO: use eps ~3e-4/4e-4, seq-mean agg)
+    ratio_level: Literal["token", "sequence"] = "token"
+    # surrogate: ppo (clipped) | cispo (clipped detached IS weight, cap 1 + eps_high; no eps_low)
+    policy_loss: Literal["ppo", "cispo"] = "ppo"
+    # share of tokens (highest entropy first) that get the policy gradient; 1: all
+    top_entropy_quantile: float = between(0, 1, 1.0, lo_open=True)
+    mask_truncated: bool = False        # completions cut at max_new_tokens get no loss (DAPO)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""LoRA adapters through PEFT (the optional extra `rlvr[peft]`; imported only when model.lora.r > 0).
+"""LoRA adapters through PEFT (extra `lora`: pip install -e '.[lora]'; imported only when model.lora.r > 0).
 
 `apply_lora` wraps the policy in a `peft` LoRA model: only the adapters train, the base stays
 frozen. What reads the weights knows about the adapters:

@@ -4,6 +4,9 @@
 hold the metrics; eval lines hold `eval/*` keys; event lines hold `event` (alarms). On resume the
 file is cut back to the byte offset saved in the checkpoint, so lines after it are written once.
 TensorBoard is best-effort: a missing or broken tensorboard install never stops training.
+Other trackers (`rlvr.monitor.trackers`) get every line written here; on resume, after the cut,
+they get the kept lines again and skip the steps they already hold (a tracker killed with the run
+may have lost its unflushed tail, which this refills).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from rlvr.monitor import completions
 from rlvr.types import Group
 
 NON_DETERMINISTIC_PREFIXES = ("timing/", "time", "tokens_per_s")
@@ -27,9 +31,11 @@ def _clean(value: Any) -> Any:
 
 
 class MetricsLog:
-    def __init__(self, run_dir: Path, tensorboard: bool = True):
+    def __init__(self, run_dir: Path, tensorboard: bool = True, trackers: Any = None):
+        self.trackers = trackers        # a `trackers.Trackers`, or None
         self.path = run_dir / "metrics.jsonl"
         self.transcripts = run_dir / "transcripts.jsonl"
+        self.completions = run_dir / completions.FILE
         self.t0 = time.time()
         self._tb = None
         if tensorboard:
@@ -40,8 +46,10 @@ class MetricsLog:
                 self._tb = None
 
     def offsets(self) -> dict[str, int]:
-        return {str(p.name): p.stat().st_size if p.exists() else 0
-                for p in (self.path, self.transcripts)}
+        """Byte sizes of the JSONL files, and the row count of completions.parquet."""
+        out = {str(p.name): p.stat().st_size if p.exists() else 0 for p in (self.path, self.transcripts)}
+        out[completions.FILE] = completions.row_count(self.completions)
+        return out
 
     def truncate_to(self, offsets: dict[str, int]) -> None:
         """Drop lines written after a checkpoint (they will be written again)."""
@@ -50,6 +58,24 @@ class MetricsLog:
             if p.exists() and p.stat().st_size > size:
                 with p.open("r+b") as f:
                     f.truncate(size)
+        completions.truncate(self.completions, offsets.get(completions.FILE, 0))
+        if self.trackers is not None:
+            self._replay()
+
+    def _replay(self) -> None:
+        """The kept lines and completion tables to the trackers, in the order they were written
+        (a step's table after its lines, before any line of a later step)."""
+        tables: dict[int, list[dict[str, Any]]] = {}
+        for row in completions.read(self.completions):
+            tables.setdefault(row["step"], []).append(row)
+        pending = sorted(tables)
+        for record in read_metrics(self.path.parent):
+            while pending and "step" in record and record["step"] > pending[0]:
+                step = pending.pop(0)
+                self.trackers.table(step, "completions", tables[step])
+            self.trackers.write(record)
+        for step in pending:
+            self.trackers.table(step, "completions", tables[step])
 
     def write(self, record: dict[str, Any]) -> None:
         record = {k: _clean(v) for k, v in record.items()}
@@ -61,6 +87,8 @@ class MetricsLog:
             for key, value in record.items():
                 if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "step":
                     self._tb.add_scalar(key, value, record["step"])
+        if self.trackers is not None:
+            self.trackers.write(record)
 
     def write_transcripts(self, step: int, groups: Sequence[Group], advantages) -> None:
         """The best- and worst-advantage completion of the step, with reward, flags, advantage."""
@@ -80,9 +108,18 @@ class MetricsLog:
                     "advantage": adv, "flags": list(c.score.flags) if c.score else [],
                     "finish_reason": c.finish_reason}) + "\n")
 
+    def write_completions(self, step: int, groups: Sequence[Group], advantages) -> None:
+        """Every completion of the step: rows of completions.parquet, and a table for the trackers."""
+        rows = completions.completion_rows(step, groups, advantages)
+        completions.append(self.completions, rows)
+        if self.trackers is not None:
+            self.trackers.table(step, "completions", rows)
+
     def close(self) -> None:
         if self._tb is not None:
             self._tb.close()
+        if self.trackers is not None:
+            self.trackers.close()
 
 
 def read_metrics(run_dir: Path) -> list[dict[str, Any]]:

@@ -7,7 +7,9 @@ RUN_DIR/report.html. The reading is `rundata.load_run`'s; this module draws and 
 Guaranteed: the page loads nothing from outside itself (images are base64 data URIs, CSS is
 inline, there is no JavaScript); every text from the run is HTML-escaped; missing files, missing
 keys, a handful of lines, malformed lines and NaN/inf/null values give a report, not a crash
-(non-finite values are left out of charts and counted). Not guaranteed: a chart for metrics the
+(non-finite values are left out of charts and counted). With completions.parquet
+(`run.log_completions`) the page lists the hardest-won and the flagged completions, each by its
+row in that file. Not guaranteed: a chart for metrics the
 loop never logged; only the most recent transcripts are shown, truncated.
 """
 
@@ -259,6 +261,43 @@ def transcript_section(data: RunData) -> str:
     return "".join(parts)
 
 
+COMPLETIONS_SHOWN = 5        # hardest-won and flagged completions shown from completions.parquet
+
+
+def hardest_won(rows: Sequence[dict[str, Any]], n: int = COMPLETIONS_SHOWN) -> list[dict[str, Any]]:
+    """Correct completions of the groups with the fewest correct ones (ties: the latest step)."""
+    def group(r: dict[str, Any]) -> tuple[Any, Any]:
+        return r.get("step"), r.get("group")
+
+    wins: dict[tuple[Any, Any], int] = {}
+    for r in rows:
+        wins[group(r)] = wins.get(group(r), 0) + bool(r.get("correct"))
+    won = [r for r in rows if r.get("correct")]
+    return sorted(won, key=lambda r: (wins[group(r)], -(finite(r.get("step")) or 0)))[:n]
+
+
+def completions_section(data: RunData) -> str:
+    rows = data.completions or []
+    if not rows:
+        return _note("No completions.parquet (set run.log_completions to write every completion "
+                     "of every N-th step).")
+    flagged = [r for r in rows if r.get("flags")][-COMPLETIONS_SHOWN:]
+    link = '<a href="completions.parquet">completions.parquet</a>'
+    parts = [_note(f"{len(rows)} completions in {link}; each entry names its row there.")]
+    for title, picked in (("Hardest-won: correct where the group's other samples mostly failed",
+                           hardest_won(rows)), ("Flagged by a verifier (most recent)", flagged)):
+        parts.append(f"<h3>{_esc(title)}</h3>" + ("" if picked else _note("none")))
+        for r in picked:
+            head = (f"{link} row {r['row']} · step {_fmt(r.get('step'))} · problem "
+                    f"{_esc(r.get('problem_id', ''))} · reward {_fmt(r.get('reward'))} · advantage "
+                    f"{_fmt(r.get('advantage'))} · {_esc(r.get('finish_reason', ''))}"
+                    + (f" · flags {_esc(', '.join(map(str, r['flags'])))}" if r.get("flags") else ""))
+            parts.append(f'<div class="transcript"><div class="head">{head}</div>'
+                         f"<pre class=\"prompt\">{_clip(r.get('prompt'))}</pre>"
+                         f"<pre class=\"completion\">{_clip(r.get('completion'))}</pre></div>")
+    return "".join(parts)
+
+
 def _header(data: RunData) -> str:
     steps = [s for r in data.records if (s := finite(r.get("step"))) is not None]
     facts = [("run", data.name), ("last step", int(max(steps)) if steps else None),
@@ -286,6 +325,7 @@ SECTIONS: list[tuple[str, str, Callable[[RunData], str]]] = [
     ("other", "Other metrics", other_section),
     ("eval", "Test-time compute (rlvr eval)", eval_section),
     ("transcripts", "Sampled transcripts", transcript_section),
+    ("completions", "Logged completions: hardest-won and flagged", completions_section),
 ]
 
 

@@ -32,6 +32,7 @@ class RunData:
     eval_pngs: list[tuple[str, bytes]]
     verdict: str | None = None                              # an experiment's verdict.md
     figures: list[tuple[str, bytes]] | None = None          # its top-level *.png (curves.png)
+    completions: list[dict[str, Any]] | None = None         # completions.parquet rows (run.log_completions)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -76,7 +77,19 @@ def load_run(run_dir: Path) -> RunData:
                    eval_pngs=_pngs(run_dir / "eval"),
                    verdict=verdict.read_text(encoding="utf-8", errors="replace")
                    if verdict.is_file() else None,
-                   figures=_pngs(run_dir))
+                   figures=_pngs(run_dir), completions=_completions(run_dir))
+
+
+def _completions(run_dir: Path) -> list[dict[str, Any]]:
+    """The rows of completions.parquet, each with its row number; none when it is missing or
+    cannot be read (a report never fails on it)."""
+    from rlvr.monitor import completions
+
+    try:
+        rows = completions.read(run_dir / completions.FILE)
+    except Exception:  # noqa: BLE001 - e.g. a file cut short by a full disk
+        return []
+    return [{**row, "row": i} for i, row in enumerate(rows)]
 
 
 def finite(value: Any) -> float | None:

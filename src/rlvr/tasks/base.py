@@ -99,10 +99,11 @@ def build_verifiers(names: set[str], options: Mapping[str, Any] | None = None) -
         opts = options.get(name) or {}
         if not isinstance(opts, dict):
             raise ConfigError(f"data.verifier_options.{name} must be a mapping of options")
-        unknown_opts = sorted(set(opts) - set(verifier_options(name) or opts))
+        valid = verifier_options(name)
+        unknown_opts = sorted(set(opts) - set(valid)) if valid is not None else []
         if unknown_opts:   # before building: a TypeError would name __init__, not the key
             raise ConfigError(f"data.verifier_options.{name}.{unknown_opts[0]}: unknown option; "
-                              f"{name} takes: {', '.join(verifier_options(name))}")
+                              f"{name} takes: {', '.join(valid) or 'no options'}")
         try:
             verifiers[name] = get_verifier(name, **opts)
         except (TypeError, ValueError) as exc:

@@ -268,6 +268,9 @@ class NullLog:
     def write_transcripts(self, step, groups, advantages) -> None:
         return None
 
+    def write_completions(self, step, groups, advantages) -> None:
+        return None
+
     def offsets(self) -> dict[str, int]:
         return {}
 

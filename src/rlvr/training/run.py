@@ -48,6 +48,19 @@ def place(cfg: Config):
     return dp, build_device(cfg, dp)
 
 
+def metrics_log(cfg: Config) -> MetricsLog:
+    """Rank 0's metrics log, with TensorBoard and the other trackers `run.trackers` names (their
+    runs continued from the run dir unless run.resume is never)."""
+    import dataclasses
+
+    from rlvr.monitor.trackers import open_trackers
+
+    run_dir = Path(cfg.run.dir)
+    trackers = open_trackers(cfg.run.trackers, run_dir, run_dir.resolve().name, dataclasses.asdict(cfg),
+                             fresh=cfg.run.resume == "never")
+    return MetricsLog(run_dir, tensorboard="tensorboard" in cfg.run.trackers, trackers=trackers)
+
+
 class Run:
     def __init__(self, cfg: Config, state: TrainingState, source: RolloutSource, log: RunLog,
                  checkpoints: checkpoint.Checkpointer, tokenizer, heldout: list, dp=None):
@@ -87,7 +100,7 @@ class Run:
         meter = Meter()
         source = RolloutSource(cfg, engine, verifiers, build_sampler(cfg, task, train_problems), meter,
                                copy_engine)
-        out = MetricsLog(Path(cfg.run.dir)) if is_main else NullLog()
+        out = metrics_log(cfg) if is_main else NullLog()
         log = RunLog(cfg, out, device, meter, show_progress=is_main)
         run = cls(cfg, state, source, log, checkpoints, models.tokenizer, heldout, dp)
         if resume_from is not None:

@@ -7,9 +7,11 @@ metrics, the update's statistics, timings, then the other metrics. `RunLog.steps
 step with an empty meter and a fresh peak-memory count.
 
 State (`state_dict`, top-level checkpoint keys): the metrics-file offsets (a resumed run truncates
-the files back to them, so no line is written twice), the doctor's state, the count of
-consecutive NaN/inf updates and the reward terms whose failure was already reported. On ranks
-other than 0 the output is a `NullLog` and nothing is written.
+the files back to them, so no line or completions.parquet row is written twice), the doctor's
+state, the count of consecutive NaN/inf updates and the reward terms whose failure was already
+reported. On ranks other than 0 the output is a `NullLog` and nothing is written.
+`run.log_completions` = N: every completion of every N-th step goes to completions.parquet
+(`rlvr.monitor.completions`) and to the trackers as a table.
 Not guaranteed: wall-clock fields (`time`, `timing/*`, `tokens_per_s`) repeat across runs.
 """
 
@@ -64,6 +66,7 @@ class RunLog:
         self.log_every = cfg.run.log_every if show_progress else 0
         self.max_new_tokens = cfg.rollout.max_new_tokens
         self.transcripts_every, self.max_bad_steps = cfg.run.transcripts_every, cfg.run.max_bad_steps
+        self.completions_every = cfg.run.log_completions
         self.bad_steps = 0
         self.bar: Any = None            # the Progress bar while steps() runs
         self.step_started = time.perf_counter()
@@ -111,6 +114,8 @@ class RunLog:
             self.bar.note(f"[alarm] step {step}: {alarm['name']}: {alarm['message']} -> {alarm['action']}")
         if self.transcripts_every and step % self.transcripts_every == 0:
             self.out.write_transcripts(step, groups, advantages)
+        if self.completions_every and step % self.completions_every == 0:
+            self.out.write_completions(step, groups, advantages)
         self.bar.update(step + 1, record)
         self._check_finite(step, stats)
         return record

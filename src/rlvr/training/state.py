@@ -16,6 +16,7 @@ mode loads under another.
 from __future__ import annotations
 
 import copy
+import functools
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,8 +27,9 @@ import torch
 
 from rlvr.algo.advantages import ADVANTAGES
 from rlvr.algo.kl import KL_ESTIMATORS
-from rlvr.algo.losses import AGGREGATIONS
+from rlvr.algo.losses import AGGREGATIONS, seq_mean_token_sum_norm
 from rlvr.algo.offpolicy import CAPPED_METRIC
+from rlvr.algo.variants import POLICY_LOSSES, RATIO_LEVELS
 from rlvr.config import Config
 from rlvr.training import checkpoint, gpu_forward
 from rlvr.training.schedule import lr_multiplier
@@ -78,12 +80,23 @@ def place_for_training(policy, dp) -> tuple[Any, Any | None]:
 
 def loss_spec(cfg: Config) -> LossSpec:
     g = cfg.grpo
+    agg_fn = AGGREGATIONS[g.loss_agg]
+    if agg_fn is seq_mean_token_sum_norm:   # Dr. GRPO divides by the generation budget
+        agg_fn = functools.partial(agg_fn, budget=generation_budget(cfg))
     return LossSpec(
-        kl_fn=KL_ESTIMATORS[g.kl_estimator], agg_fn=AGGREGATIONS[g.loss_agg],
+        kl_fn=KL_ESTIMATORS[g.kl_estimator], agg_fn=agg_fn,
         agg_counts_tokens=g.loss_agg == "token-mean", eps_low=g.eps_low, eps_high=g.eps_high,
         dual_clip=g.dual_clip, beta=g.beta, entropy_coef=g.entropy_coef,
         temperature=cfg.rollout.temperature, is_weights=behaviour_correction(g),
-        capped_metric=CAPPED_METRIC[g.is_mode])
+        capped_metric=CAPPED_METRIC[g.is_mode], log_ratio_fn=RATIO_LEVELS[g.ratio_level],
+        policy_fn=POLICY_LOSSES[g.policy_loss], top_entropy_quantile=g.top_entropy_quantile,
+        mask_truncated=g.mask_truncated)
+
+
+def generation_budget(cfg: Config) -> int:
+    """The most tokens a completion may have: an episode's budget for agent tasks, else
+    rollout.max_new_tokens."""
+    return cfg.agent.max_tokens if cfg.data.task == "agentic" else cfg.rollout.max_new_tokens
 
 
 class TrainingState:

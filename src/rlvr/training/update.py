@@ -13,7 +13,11 @@ ones detached (ratio 1), so no extra forward pass is made; otherwise they are co
 the first update, under no_grad. The engine's behaviour log-probs are compared with these old
 log-probs (`mismatch/*` metrics) and, when `LossSpec.is_weights` is set, weight the surrogate
 (`rlvr.algo.offpolicy`); the weights come from the same old log-probs, so they cost no forward
-pass. When every advantage is 0 the optimizer does not step at all
+pass. With `LossSpec.top_entropy_quantile` < 1 the entropy threshold is taken over the tokens of
+one loss call (a minibatch, or a micro-batch when `micro_batch_tokens` splits it; one rank's share
+under torchrun), and zero-advantage rows get forward passes since their tokens move it. With
+`LossSpec.mask_truncated` completions that hit the generation budget leave the loss and its token
+count (TRL's `mask_truncated_completions`). When every advantage is 0 the optimizer does not step at all
 (AdamW would otherwise keep moving the weights on momentum alone; TRL does step).
 
 Columns that are padding in every remaining row are cut before the forward pass (completion
@@ -34,13 +38,14 @@ statistics are means over ranks of each rank's means.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import torch
 
 from rlvr.algo.losses import grpo_loss, seq_mean_token_sum_norm
 from rlvr.algo.offpolicy import mismatch_metrics
+from rlvr.algo.variants import high_entropy_mask, mask_truncated, ppo_surrogate, token_log_ratio
 from rlvr.models.device import Device
 from rlvr.models.policy import left_pad, right_pad
 from rlvr.training import forward
@@ -59,6 +64,9 @@ class Batch:
     # [B, Tc] 1 on tokens that get gradient; None means completion_mask. Agent episodes set it to
     # 0 on environment tokens, which stay in completion_mask: the model attends to them.
     loss_mask: torch.Tensor | None = None
+    # [B] bool: the completion hit the generation budget (finish_reason "length", or "tokens" for
+    # an agent episode); None: unknown
+    truncated: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return self.advantages.shape[0]
@@ -66,12 +74,14 @@ class Batch:
     def to(self, device: Device) -> "Batch":
         p_ids, p_mask, c_ids, c_mask, adv, logp = (device.to(t) for t in self._dense())
         return Batch(p_ids, p_mask, c_ids, c_mask, adv, logp,
-                     loss_mask=None if self.loss_mask is None else device.to(self.loss_mask))
+                     loss_mask=None if self.loss_mask is None else device.to(self.loss_mask),
+                     truncated=None if self.truncated is None else device.to(self.truncated))
 
     def rows(self, index: torch.Tensor) -> "Batch":
         p_ids, p_mask, c_ids, c_mask, adv, logp = (t[index] for t in self._dense())
         return Batch(p_ids, p_mask, c_ids, c_mask, adv, logp,
-                     loss_mask=None if self.loss_mask is None else self.loss_mask[index])
+                     loss_mask=None if self.loss_mask is None else self.loss_mask[index],
+                     truncated=None if self.truncated is None else self.truncated[index])
 
     def _dense(self) -> tuple[torch.Tensor, ...]:
         """The six tensors every batch has, in constructor order."""
@@ -89,7 +99,14 @@ class Batch:
         tc = max(1, int(self.completion_mask.sum(-1).max())) if completions else self.completion_ids.shape[1]
         return Batch(self.prompt_ids[:, -tp:], self.prompt_mask[:, -tp:], self.completion_ids[:, :tc],
                      self.completion_mask[:, :tc], self.advantages, self.sampling_logp[:, :tc],
-                     None if self.loss_mask is None else self.loss_mask[:, :tc])
+                     None if self.loss_mask is None else self.loss_mask[:, :tc], self.truncated)
+
+    def without_truncated(self) -> "Batch":
+        """The batch with truncated completions out of the loss (`variants.mask_truncated`); the
+        model still attends to their tokens, and they keep their place in the group."""
+        if self.truncated is None:
+            return self
+        return replace(self, loss_mask=mask_truncated(self.train_mask(), self.truncated))
 
 
 @dataclass(frozen=True)
@@ -109,6 +126,11 @@ class LossSpec:
     # the mismatch metrics are reported either way)
     is_weights: Callable | None = None
     capped_metric: str = "mismatch/truncated_frac"
+    # the variants (`rlvr.algo.variants`): ratio level, surrogate, high-entropy share, truncation
+    log_ratio_fn: Callable = token_log_ratio
+    policy_fn: Callable = ppo_surrogate
+    top_entropy_quantile: float = 1.0
+    mask_truncated: bool = False
 
 
 def default_loss_spec(temperature: float = 1.0) -> LossSpec:
@@ -122,9 +144,10 @@ def default_loss_spec(temperature: float = 1.0) -> LossSpec:
 
 
 def build_batch(groups: Sequence[Group], advantages_P_G: torch.Tensor, pad_id: int) -> Batch:
-    prompts, completions, logps, advs, masks = [], [], [], [], []
+    prompts, completions, logps, advs, masks, cut = [], [], [], [], [], []
     for p, group in enumerate(groups):
         for g, c in enumerate(group.completions):
+            cut.append(c.finish_reason in ("length", "tokens"))   # "tokens": an episode out of budget
             prompts.append(group.prompt_ids)
             completions.append(c.token_ids)
             masks.append(c.loss_mask)
@@ -142,7 +165,8 @@ def build_batch(groups: Sequence[Group], advantages_P_G: torch.Tensor, pad_id: i
             if m is not None:
                 loss_mask[i, :len(m)] = torch.tensor(m, dtype=loss_mask.dtype)
     return Batch(prompt_ids, prompt_mask, completion_ids, completion_mask,
-                 torch.tensor(advs, dtype=torch.float32), sampling_logp, loss_mask)
+                 torch.tensor(advs, dtype=torch.float32), sampling_logp, loss_mask,
+                 torch.tensor(cut, dtype=torch.bool))
 
 
 @dataclass(frozen=True)
@@ -168,11 +192,13 @@ def update_policy(model, optimizer, batch: Batch, spec: LossSpec, *, mu: int = 1
                   compute: Compute | None = None, dp=None) -> dict[str, float]:
     """μ passes of clipped-surrogate updates over minibatches; returns mean statistics."""
     compute = compute or Compute()
+    if spec.mask_truncated:
+        batch = batch.without_truncated()
     # Trimming completion columns changes the padded length T, which seq-mean-token-sum-norm divides by.
     trim = spec.agg_fn is not seq_mean_token_sum_norm
     plan = plan_update(batch, counts_tokens=spec.agg_counts_tokens, trim_completions=trim, mu=mu,
                        minibatch_size=minibatch_size,
-                       skip_zero=skip_zero_advantage and spec.beta == 0 and spec.entropy_coef == 0,
+                       skip_zero=skip_zero_advantage and _zero_rows_inert(spec),
                        micro_batch_tokens=compute.micro_batch_tokens,
                        rank=dp.rank if dp is not None else 0, world=dp.world if dp is not None else 1)
     lr = float(optimizer.param_groups[0]["lr"])
@@ -252,7 +278,9 @@ class _Step:
             logp, old, sub.advantages, sub.train_mask(), eps_low=spec.eps_low,
             eps_high=spec.eps_high, dual_clip=spec.dual_clip, ref_logp=ref, beta=spec.beta,
             kl_fn=spec.kl_fn, agg_fn=spec.agg_fn, entropy=entropy,
-            entropy_coef=spec.entropy_coef, norm=self.plan.norm, is_weight=part_weights)
+            entropy_coef=spec.entropy_coef, norm=self.plan.norm, is_weight=part_weights,
+            log_ratio_fn=spec.log_ratio_fn, policy_fn=spec.policy_fn,
+            keep=_keep(spec, entropy, sub.train_mask()))
         for k, v in mstats.items():
             self.stats.setdefault(k, []).append(float(v))
         return part_loss
@@ -263,6 +291,19 @@ def micro_batches(batch: Batch, max_tokens: int) -> list[torch.Tensor | None]:
     split) when `max_tokens` is 0 or the batch fits."""
     width = batch.prompt_ids.shape[1] + batch.completion_ids.shape[1]
     return split_rows(len(batch), width, max_tokens)
+
+
+def _keep(spec: LossSpec, entropy: torch.Tensor, mask: torch.Tensor) -> torch.Tensor | None:
+    """The tokens the surrogate trains when only a top-entropy share does (None: all of them)."""
+    if spec.top_entropy_quantile >= 1.0:
+        return None
+    return high_entropy_mask(entropy, mask, spec.top_entropy_quantile)
+
+
+def _zero_rows_inert(spec: LossSpec) -> bool:
+    """A zero-advantage row changes nothing: no KL or entropy term, and no entropy quantile that
+    its tokens would move."""
+    return spec.beta == 0 and spec.entropy_coef == 0 and spec.top_entropy_quantile >= 1.0
 
 
 def _pick(values: torch.Tensor, chunk: torch.Tensor, part: torch.Tensor | None) -> torch.Tensor:

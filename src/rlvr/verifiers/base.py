@@ -73,20 +73,6 @@ def verifier_options(name: str) -> list[str] | None:
     params = inspect.signature(_factory(name)).parameters.values()
     if any(p.kind is p.VAR_KEYWORD for p in params):
         return None
-    return [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
-
-
-def verifier_options(name: str) -> list[str]:
-    """The keyword options the verifier registered under `name` takes ([] when it takes any)."""
-    import inspect
-
-    factory = _REGISTRY[name]
-    if isinstance(factory, str):
-        module, _, attr = factory.partition(":")
-        factory = getattr(importlib.import_module(module), attr)
-    params = inspect.signature(factory).parameters.values()
-    if any(p.kind is p.VAR_KEYWORD for p in params):
-        return []
     return sorted(p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 

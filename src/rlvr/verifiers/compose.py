@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Sequence
 
 from rlvr.types import Problem, Score
-from rlvr.verifiers.base import CallableVerifier, Verifier, get_verifier
+from rlvr.verifiers.base import CallableVerifier, Verifier, get_verifier, score_with_ids
 
 
 def as_verifier(spec: Verifier | str | Callable[..., Sequence[float]], **options: Any) -> Verifier:
@@ -47,6 +47,7 @@ def _term(spec: Any) -> tuple[Verifier, float, bool]:
 
 class CompositeVerifier:
     name = "composite"
+    takes_token_ids = True   # handed on to the terms that take them (token-length shaping)
 
     def __init__(self, *, terms: Sequence[Any]):
         if not terms:
@@ -61,8 +62,9 @@ class CompositeVerifier:
         for verifier in self.verifiers:
             verifier.check_reference(problem)
 
-    def score_batch(self, responses: Sequence[str], problems: Sequence[Problem]) -> list[Score]:
-        per_term = [v.score_batch(responses, problems) for v in self.verifiers]
+    def score_batch(self, responses: Sequence[str], problems: Sequence[Problem],
+                    token_ids: Sequence[Sequence[int]] | None = None) -> list[Score]:
+        per_term = [_score(v, responses, problems, token_ids) for v in self.verifiers]
         out = []
         for i in range(len(responses)):
             scores = [term[i] for term in per_term]
@@ -75,10 +77,18 @@ class CompositeVerifier:
         return out
 
 
+def _score(verifier: Verifier, responses: Sequence[str], problems: Sequence[Problem],
+           token_ids: Sequence[Sequence[int]] | None) -> list[Score]:
+    if token_ids is None:
+        return list(verifier.score_batch(responses, problems))
+    return score_with_ids(verifier, responses, problems, token_ids)
+
+
 class RoutingVerifier:
     """Scores each problem with the verifier its `problem.verifier` names."""
 
     name = "router"
+    takes_token_ids = True
 
     def __init__(self, *, verifiers: Mapping[str, Any] | None = None,
                  options: Mapping[str, Mapping[str, Any]] | None = None):
@@ -99,7 +109,8 @@ class RoutingVerifier:
             raise ValueError(f"problem {problem.id}: {exc.args[0]}") from None
         verifier.check_reference(problem)
 
-    def score_batch(self, responses: Sequence[str], problems: Sequence[Problem]) -> list[Score]:
+    def score_batch(self, responses: Sequence[str], problems: Sequence[Problem],
+                    token_ids: Sequence[Sequence[int]] | None = None) -> list[Score]:
         by_name: dict[str, list[int]] = {}
         for i, problem in enumerate(problems):
             by_name.setdefault(problem.verifier, []).append(i)
@@ -111,7 +122,8 @@ class RoutingVerifier:
                 for i in idx:
                     out[i] = Score(0.0, False, ("unknown_verifier",), details={"verifier": name})
                 continue
-            scores = verifier.score_batch([responses[i] for i in idx], [problems[i] for i in idx])
+            scores = _score(verifier, [responses[i] for i in idx], [problems[i] for i in idx],
+                            None if token_ids is None else [token_ids[i] for i in idx])
             for i, score in zip(idx, scores):
                 out[i] = score
         return out  # type: ignore[return-value]

@@ -150,7 +150,10 @@ class _VerifierTerm:
         return None
 
     def rewards(self, responses, problems, token_ids):
-        self.scores = self.verifier.score_batch(responses, problems)
+        from rlvr.verifiers.base import score_with_ids
+
+        self.scores = (score_with_ids(self.verifier, responses, problems, token_ids) if token_ids is not None
+                       else self.verifier.score_batch(responses, problems))   # ids: token-length terms
         return [s.reward for s in self.scores], (), {}
 
 

@@ -4,14 +4,17 @@ The pure functions take numbers (or text) and return a reward term; the small ve
 wrap them behind the `Verifier` protocol so that a `CompositeVerifier` can weight them next to a
 task verifier. Shaping terms never set `correct` (it is always False: they are not answers).
 
-Lengths are counted by `length_fn` (default: whitespace-separated words). Pass a tokenizer-based
-count (`length_fn=lambda s: len(tok(s).input_ids)`) to get DAPO's token lengths.
+Lengths are in TOKENS, as DAPO defines its penalty against the generation budget: the verifiers
+take the sampled token ids (`takes_token_ids`; training and evaluation pass them through
+`score_with_ids`, and composite verifiers hand them on to their terms), so a length is exactly the
+count that `max_new_tokens` bounds. Only a caller that passes no ids gets `length_fn(text)`
+(default: whitespace-separated words).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 from rlvr.types import Problem, Score
 from rlvr.verifiers.language import language_share
@@ -55,37 +58,49 @@ def _word_count(text: str) -> int:
 
 
 class ShapingVerifier:
-    """A shaping term as a verifier: reward `term(response, problem)`, never `correct`."""
+    """A shaping term as a verifier: reward `term(response, problem, n_tokens)`, never `correct`;
+    n_tokens is the completion's sampled token count, None when the caller passed no ids."""
 
-    def __init__(self, name: str, term: Callable[[str, Problem], float]):
+    takes_token_ids = True
+
+    def __init__(self, name: str, term: Callable[[str, Problem, Optional[int]], float]):
         self.name, self.term = name, term
 
     def check_reference(self, problem: Problem) -> None:
         return None
 
-    def score_batch(self, responses: Sequence[str], problems: Sequence[Problem]) -> list[Score]:
+    def score_batch(self, responses: Sequence[str], problems: Sequence[Problem],
+                    token_ids: Sequence[Sequence[int]] | None = None) -> list[Score]:
         out = []
-        for response, problem in zip(responses, problems):
+        for i, (response, problem) in enumerate(zip(responses, problems)):
             text = response if isinstance(response, str) else str(response)
-            out.append(Score(float(self.term(text, problem)), False))
+            n_tokens = len(token_ids[i]) if token_ids is not None else None
+            out.append(Score(float(self.term(text, problem, n_tokens)), False))
         return out
+
+
+def _length(length_fn: Callable[[str], int]) -> Callable[[str, Optional[int]], int]:
+    return lambda text, n_tokens: n_tokens if n_tokens is not None else length_fn(text)
 
 
 def overlong_verifier(*, max_length: int, cache_length: int,
                       length_fn: Callable[[str], int] = _word_count) -> ShapingVerifier:
-    """DAPO's soft overlong penalty as a verifier (registry name "overlong")."""
-    return ShapingVerifier("overlong", lambda text, problem: soft_overlong_penalty(
-        length_fn(text), max_length, cache_length))
+    """DAPO's soft overlong penalty as a verifier (registry name "overlong"); max_length and
+    cache_length are in tokens (e.g. max_length = rollout.max_new_tokens)."""
+    length = _length(length_fn)
+    return ShapingVerifier("overlong", lambda text, problem, n: soft_overlong_penalty(
+        length(text, n), max_length, cache_length))
 
 
 def length_budget_verifier(*, budget: int, slope: float = 1.0,
                            length_fn: Callable[[str], int] = _word_count) -> ShapingVerifier:
-    """Length budget penalty; a problem may set its own `metadata["length_budget"]`."""
-    return ShapingVerifier("length_budget", lambda text, problem: length_budget_penalty(
-        length_fn(text), int(problem.metadata.get("length_budget", budget)), slope))
+    """Length budget penalty in tokens; a problem may set its own `metadata["length_budget"]`."""
+    length = _length(length_fn)
+    return ShapingVerifier("length_budget", lambda text, problem, n: length_budget_penalty(
+        length(text, n), int(problem.metadata.get("length_budget", budget)), slope))
 
 
 def language_consistency_verifier(*, language: str = "en") -> ShapingVerifier:
     """Language-consistency reward; a problem may set `metadata["language"]`."""
-    return ShapingVerifier("language_consistency", lambda text, problem: language_consistency(
+    return ShapingVerifier("language_consistency", lambda text, problem, n: language_consistency(
         text, str(problem.metadata.get("language", language))))
