@@ -103,7 +103,7 @@ def build_verifiers(names: set[str], options: Mapping[str, Any] | None = None) -
         unknown_opts = sorted(set(opts) - set(valid)) if valid is not None else []
         if unknown_opts:   # before building: a TypeError would name __init__, not the key
             raise ConfigError(f"data.verifier_options.{name}.{unknown_opts[0]}: unknown option; "
-                              f"{name} takes: {', '.join(valid) or 'no options'}")
+                              f"{name} takes: {', '.join(valid or []) or 'no options'}")
         try:
             verifiers[name] = get_verifier(name, **opts)
         except (TypeError, ValueError) as exc:
