@@ -177,3 +177,20 @@ def test_sampling_weights_are_rebuilt_exactly_when_a_parameter_changes():
     torch.testing.assert_close(up, model.model.layers[1].mlp.up_proj.weight)
     model.model.layers[0].self_attn.v_proj.weight.data = torch.zeros(16, 32)   # replaced, not edited
     assert cache.get().layers[0].wqkv[-16:].abs().max() == 0
+
+
+def test_a_fused_optimizer_step_reaches_sampling_through_load_weights():
+    """AdamW(fused=True) leaves version counters alone: the engine's weight sync must still rebuild."""
+    model, tokenizer = build_model(seed=5, hidden=32, layers=2, heads=4, mlp=64)
+    engine = HFEngine(model, tokenizer)
+    params = SamplingParams(max_new_tokens=6, greedy=True)
+    engine.generate(PROBLEMS, 1, params, 0)
+    before = engine._backends["fused"].weights.get()
+    opt = torch.optim.AdamW(model.parameters(), lr=1.0, fused=True)
+    for p in model.parameters():
+        p.grad = torch.ones_like(p)
+    opt.step()
+    engine.load_weights(model, 1)
+    after = engine._backends["fused"].weights.get()
+    assert after is not before
+    torch.testing.assert_close(after.layers[0].wgu[:64], model.model.layers[0].mlp.gate_proj.weight)

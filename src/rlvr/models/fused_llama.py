@@ -184,12 +184,17 @@ class WeightCache:
 
     Fusing and casting copies every weight (on a 135M model, a third of a 64-token decode at 32
     rows). A parameter changes in place (optimizer steps, `load_state_dict`) or is replaced
-    (`.data = ...`); the key, each parameter's version counter and storage address, sees both."""
+    (`.data = ...`); the key, each parameter's version counter and storage address, sees both.
+    A fused optimizer kernel (`AdamW(fused=True)`) writes without bumping the version counter, so
+    whoever updates the weights also calls `invalidate` (the engine does, in `load_weights`)."""
 
     def __init__(self, model, dtype: torch.dtype = torch.float32):
         self.model, self.dtype = model, dtype
         self._key: tuple = ()
         self._weights: Weights | None = None
+
+    def invalidate(self) -> None:
+        self._weights = None
 
     def get(self) -> Weights:
         key = tuple((p._version, p.data_ptr()) for p in self.model.parameters())
