@@ -72,9 +72,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--no-rlvr-bf16", dest="rlvr_bf16", action="store_false", help="rlvr in float32")
     p.add_argument("--seeds", type=int, nargs="+", help="several seeds, one interleaved run each "
                    "(separate processes): held-out accuracy as mean ± standard error, ratio as the median")
+    p.add_argument("--model", help="a real checkpoint directory (e.g. SmolLM2-135M-Instruct) instead of the "
+                   "tiny model's cold start; prompts go through its chat template for both trainers")
+    p.add_argument("--difficulty", type=int, help="digits per operand (default: the quickstart preset's)")
+    p.add_argument("--quick", action="store_true", help="with --model: 4 steps (1 warm-up), 4 prompts x 8, "
+                   "64 new tokens, 32 held-out problems, lr 3e-6: one interleaved run in minutes")
     p.add_argument("--busy", action="store_true", help="keep one extra busy-looping process running "
                    "during the runs (the 'another process on one core' condition)")
     args = p.parse_args(argv)
+    if args.quick:
+        args.steps, args.warmup, args.prompts, args.group_size = 4, 1, 4, 8
+        args.max_new_tokens, args.heldout, args.lr = 64, 32, 3e-6
     if args.rlvr_bf16 is None:
         args.rlvr_bf16 = native_bf16()
     return args
@@ -100,7 +108,9 @@ def rlvr_config(args, sft_path: Path, run_dir: Path):
         f"grpo.group_size={args.group_size}", f"grpo.prompts_per_step={args.prompts}",
         f"grpo.lr={args.lr}", "grpo.lr_schedule=constant", "grpo.adam_betas=[0.9, 0.99]",
         "grpo.weight_decay=0.0", "grpo.grad_clip=1.0", "grpo.beta=0.0", "grpo.eps_low=0.2",
-        "grpo.eps_high=0.2", "grpo.advantage=group", "grpo.loss_agg=token-mean", "grpo.mu=1"])
+        "grpo.eps_high=0.2", "grpo.advantage=group", "grpo.loss_agg=token-mean", "grpo.mu=1",
+        *([f"data.difficulty={args.difficulty}"] if args.difficulty else []),
+        *(["model.chat_template_text=true"] if args.model else [])])
 
 
 def cold_start_checkpoint(args, cfg, say) -> Path:
@@ -182,7 +192,10 @@ def trl_trainer(args, sft_path: Path, problems, out_dir: Path, baton: Baton, tim
             times.append(time.perf_counter() - self.t0)
             baton.pass_to_rlvr()
 
-    data = Dataset.from_list([{"prompt": p.prompt, "reference": p.reference} for p in problems])
+    def prompt(p):   # a real model's chat template, as rlvr's model.chat_template_text=true
+        return [{"role": "user", "content": p.prompt}] if args.model else p.prompt
+
+    data = Dataset.from_list([{"prompt": prompt(p), "reference": p.reference} for p in problems])
     gcfg = GRPOConfig(
         output_dir=str(out_dir), per_device_train_batch_size=args.prompts * args.group_size,
         gradient_accumulation_steps=1, num_generations=args.group_size,
@@ -200,13 +213,21 @@ def trl_trainer(args, sft_path: Path, problems, out_dir: Path, baton: Baton, tim
     return trainer
 
 
-def heldout_accuracy(model, tokenizer, problems, max_new: int) -> float:
+def heldout_accuracy(model, tokenizer, problems, max_new: int, template: bool = False) -> float:
     from rlvr.evaluation.metrics import greedy_accuracy
     from rlvr.rollout.hf import HFEngine
     from rlvr.tasks.arithmetic import ArithmeticVerifier
 
-    engine = HFEngine(model, tokenizer)
+    engine = HFEngine(model, tokenizer, template_text=template)
     return greedy_accuracy(engine, problems, {"arithmetic": ArithmeticVerifier()}, max_new)["eval/accuracy"]
+
+
+def peak_rss_mb() -> float:
+    """The process's peak resident memory so far: both trainers (two models, two optimizers) live
+    in this one process, so this bounds the two together, not either alone."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def summarize(name: str, secs: list[float], tokens: list[float], warmup: int) -> dict:
@@ -302,7 +323,9 @@ class Floors:
         self.trained_rows: list[float] = []
 
     def measure(self) -> None:
-        last = json.loads((self.run_dir / "metrics.jsonl").read_text().splitlines()[-1])
+        lines = (self.run_dir / "metrics.jsonl").read_text().splitlines()
+        # the last step's line: event lines (alarms) can follow it
+        last = next(r for r in map(json.loads, reversed(lines)) if "completions/total_tokens" in r)
         rows = self.args.prompts * self.args.group_size
         new = max(1, round(last["completions/total_tokens"] / rows))
         seq = self.prompt_len + new
@@ -347,19 +370,20 @@ def one_run(args) -> dict:
     set_threads(args.threads)
     say = print
     cfg = rlvr_config(args, Path("builtin:tiny-llama"), Path(args.workdir) / "rlvr")
-    sft_path = cold_start_checkpoint(args, cfg, say)
+    sft_path = Path(args.model) if args.model else cold_start_checkpoint(args, cfg, say)
     cfg = config_mod.replace(cfg, [f"model.path={sft_path}"])
     task = build_task(cfg)
     sampler = TaskSampler(task, args.prompts, args.seed)   # the draws rlvr's run makes, step by step
     problems = [p for step in range(args.steps) for p in sampler.next_batch(step)]
     heldout = task.heldout(args.heldout)
-    start_acc = heldout_accuracy(*load_policy(str(sft_path)), heldout, args.max_new_tokens)
+    start_acc = heldout_accuracy(*load_policy(str(sft_path)), heldout, args.max_new_tokens, bool(args.model))
     say(f"cold-start held-out greedy accuracy: {start_acc:.1%} on {len(heldout)} problems")
     sft_model, tokenizer = load_policy(str(sft_path))
     prompt_len = round(statistics.median(len(tokenizer(p.prompt)["input_ids"]) for p in problems))
     floors = Floors(args, sft_model, Path(cfg.run.dir), prompt_len)
     runs = train_both(args, cfg, sft_path, problems, floors, say)
-    report = {"seed": args.seed, "steps": args.steps, "warmup_steps_excluded": args.warmup,
+    report = {"model": args.model or "tiny cold start", "seed": args.seed, "steps": args.steps,
+              "warmup_steps_excluded": args.warmup,
               "threads": __import__("torch").get_num_threads(), "group_size": args.group_size,
               "prompts_per_step": args.prompts, "max_new_tokens": args.max_new_tokens,
               "lr": args.lr, "temperature": args.temperature, "cold_start_accuracy": start_acc,
@@ -370,7 +394,8 @@ def one_run(args) -> dict:
         stats = summarize(name, secs, tokens, args.warmup)
         stats.update(floors.share(name, secs))
         stats["reward_last5"] = statistics.mean(rewards[-5:])
-        stats["heldout_accuracy"] = heldout_accuracy(model, tokenizer, heldout, args.max_new_tokens)
+        stats["heldout_accuracy"] = heldout_accuracy(model, tokenizer, heldout, args.max_new_tokens,
+                                                     bool(args.model))
         report[name] = stats
         say(f"{name:5s} {stats['s_per_step']:.3f} s/step [{stats['s_range'][0]:.3f}, "
             f"{stats['s_range'][1]:.3f}]  {stats['tok_per_s']:.0f} tok/s [{stats['tok_range'][0]:.0f}, "
@@ -379,6 +404,7 @@ def one_run(args) -> dict:
             f"{stats['non_arithmetic_share']:.0%} (floor {stats['bare_math_floor_s']:.3f} s)")
     report["ratio"] = report["rlvr"]["tok_per_s"] / report["trl"]["tok_per_s"]
     report["load_avg_1min"] = __import__("os").getloadavg()[0]
+    report["peak_rss_mb_both_trainers"] = peak_rss_mb()
     report["reward_rlvr"], report["reward_trl"] = report["rlvr"]["reward_last5"], report["trl"]["reward_last5"]
     report["accuracy_rlvr"], report["accuracy_trl"] = (report["rlvr"]["heldout_accuracy"],
                                                        report["trl"]["heldout_accuracy"])

@@ -11,7 +11,7 @@ from rlvr.models.policy import completion_logits, left_pad, right_pad, token_log
 from rlvr.models.tiny import build_model
 from rlvr.rollout.base import SamplingParams
 from rlvr.rollout.hf import HFEngine
-from rlvr.rollout.sampling import sample_next
+from rlvr.rollout.sampling import invert_cdf, sample_next
 from rlvr.tasks.arithmetic import make_problem
 
 torch.set_num_threads(1)
@@ -54,6 +54,24 @@ def test_truncation_never_samples_outside_the_kept_set():
     assert set(_draw(SamplingParams(top_k=3, top_p=0.9))) == {0, 1}
     assert set(_draw(SamplingParams(top_p=0.9))) == {0, 1, 2}
     assert set(_draw(SamplingParams(temperature=3.0))) == {0, 1, 2, 3}
+
+
+def test_draws_follow_the_distribution_they_record():
+    """Token frequencies over 4000 draws match softmax([2, 1, 0, -1]) within 4 standard errors."""
+    tokens, _ = sample_next(LOGITS, SamplingParams(), torch.Generator().manual_seed(0))
+    p = LOGITS[0].softmax(-1)
+    counts = torch.bincount(tokens, minlength=4).float()
+    se = (len(tokens) * p * (1 - p)).sqrt()
+    assert ((counts - len(tokens) * p).abs() <= 4 * se).all(), counts
+
+
+def test_inverse_cdf_never_lands_on_a_zero_weight_entry_at_either_end_of_u():
+    cdf = torch.tensor([[0.0, 0.5, 0.5, 1.0, 1.0]])   # weights [0, 0.5, 0, 0.5, 0]
+    below_one = torch.tensor([[1.0]]).nextafter(torch.zeros(1, 1))
+    assert invert_cdf(cdf, torch.zeros(1, 1)).item() == 1
+    assert invert_cdf(cdf, torch.full((1, 1), 0.5)).item() == 3
+    assert invert_cdf(cdf, below_one).item() == 3
+    assert invert_cdf(cdf * 3, below_one).item() == 3
 
 
 @pytest.fixture(scope="module")

@@ -136,3 +136,61 @@ def test_generate_restores_the_thread_count(tiny):
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def _gqa_llama():
+    """A tiny Llama whose 4 query heads share 2 key/value heads (the SmolLM2 layout, 9 and 3)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    return LlamaForCausalLM(cfg).eval()
+
+
+def test_grouped_query_attention_matches_transformers_in_decode_and_training():
+    model = _gqa_llama()
+    ids = torch.tensor([[0, 0, 5, 9, 11], [3, 4, 5, 6, 7]])
+    mask = (torch.arange(5) >= torch.tensor([[2], [0]])).long()
+    pos = positions(mask)
+    dec = fused_llama.Decoder(model)
+    dec.allocate(2, 5)
+    cos, sin = dec.w.rope_table(5)
+    with torch.no_grad():
+        ours = dec.forward(ids, cos[pos][:, None], sin[pos][:, None], 0, fused_llama.prefix_mask(mask))
+        theirs = model(input_ids=ids, attention_mask=mask, position_ids=pos).logits
+        train = fused_llama.completion_logits(model, ids[:, :3], mask[:, :3], ids[:, 3:], mask[:, 3:])
+    torch.testing.assert_close(ours, theirs[:, -1], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(train, theirs[:, 2:4], atol=1e-5, rtol=1e-5)
+
+
+def test_sampling_weights_are_rebuilt_exactly_when_a_parameter_changes():
+    model = _gqa_llama()
+    cache = fused_llama.WeightCache(model)
+    first = cache.get()
+    assert cache.get() is first                       # unchanged: no second fuse and cast
+    with torch.no_grad():
+        model.model.layers[1].mlp.up_proj.weight.add_(1.0)   # an optimizer step, in place
+    second = cache.get()
+    assert second is not first
+    up = second.layers[1].wgu[64:]
+    torch.testing.assert_close(up, model.model.layers[1].mlp.up_proj.weight)
+    model.model.layers[0].self_attn.v_proj.weight.data = torch.zeros(16, 32)   # replaced, not edited
+    assert cache.get().layers[0].wqkv[-16:].abs().max() == 0
+
+
+def test_a_fused_optimizer_step_reaches_sampling_through_load_weights():
+    """AdamW(fused=True) leaves version counters alone: the engine's weight sync must still rebuild."""
+    model, tokenizer = build_model(seed=5, hidden=32, layers=2, heads=4, mlp=64)
+    engine = HFEngine(model, tokenizer)
+    params = SamplingParams(max_new_tokens=6, greedy=True)
+    engine.generate(PROBLEMS, 1, params, 0)
+    before = engine._backends["fused"].weights.get()
+    opt = torch.optim.AdamW(model.parameters(), lr=1.0, fused=True)
+    for p in model.parameters():
+        p.grad = torch.ones_like(p)
+    opt.step()
+    engine.load_weights(model, 1)
+    after = engine._backends["fused"].weights.get()
+    assert after is not before
+    torch.testing.assert_close(after.layers[0].wgu[:64], model.model.layers[0].mlp.gate_proj.weight)

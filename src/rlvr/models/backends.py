@@ -68,12 +68,13 @@ class FusedBackend:
                  vocab_limit: int | None = None):
         self.model, self.device, self.vocab_limit = model, device or Device.cpu(), vocab_limit
         self.dtype = torch.bfloat16 if autocast else torch.float32
+        self.weights = fused_llama.WeightCache(model, self.dtype)   # sampling only; training refuses
 
     def context(self):
         return contextlib.nullcontext()   # the fused weights carry the precision
 
     def prefill(self, prompts, n, max_new, pad_id):
-        dec = fused_llama.Decoder(self.model, self.dtype)
+        dec = fused_llama.Decoder(self.model, self.dtype, self.weights.get())
         ids, mask = left_pad(prompts, pad_id)                           # [P, Tp]
         tp, rows = ids.shape[1], ids.shape[0] * n
         dec.allocate(rows, tp + max_new)

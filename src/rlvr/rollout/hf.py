@@ -19,7 +19,8 @@ thread (restored afterwards): their per-token ops are too small to split.
 Guaranteed: the same seed and the same weights give the same samples, bit for bit, on the same
 machine and thread count. Not guaranteed: the same samples as `model.generate` for a given seed
 (the random streams differ), or across engines. By default the engine shares the policy module, so
-`load_weights` only stamps the version; over a separate copy it copies the weights in place.
+`load_weights` stamps the version and drops the cached fused sampling weights; over a separate
+copy it first copies the weights in place.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ class HFEngine:
         self.eos_ids = {tokenizer.eos_token_id} | set(_as_list(model.generation_config.eos_token_id))
         self.eos_ids.discard(None)
         self.pad_id, self.vocab_limit = self.prompts.pad_id, self.prompts.vocab_limit
-        self._backends = {"fused": FusedBackend(model, self.device, autocast_bf16),
+        self._fused = FusedBackend(model, self.device, autocast_bf16)
+        self._backends = {"fused": self._fused,
                           "model": ModelBackend(model, self.device, autocast_bf16)}
         self._decode = self._decode_fused if backend_name(model) == "fused" else self._decode_model
         if self.device.is_cuda:   # static cache + CUDA graphs; the CPU decode below is untouched
@@ -74,6 +76,7 @@ class HFEngine:
         if policy is not self.model:
             from rlvr.models.lora import engine_state   # adapters arrive merged into the weights
             self.model.load_state_dict(engine_state(policy))
+        self._fused.weights.invalidate()   # the update may not have bumped a version
         self.version = version
 
     def close(self) -> None:
