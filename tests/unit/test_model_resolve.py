@@ -61,3 +61,23 @@ def test_cli_exit_2_for_a_missing_model_path(tmp_path, monkeypatch):
     rc = main(["train", "quickstart", "model.path=./typo-model", f"run.dir={tmp_path / 'run'}"])
     assert rc == 2
     assert not (tmp_path / "run").exists()
+
+
+def test_bf16_where_native_follows_the_cpu(monkeypatch):
+    from rlvr.models import device as device_mod
+
+    for native in (True, False):
+        monkeypatch.setattr(device_mod, "cpu_computes_bf16", lambda native=native: native)
+        assert device_mod.Device.resolve("cpu", None, bf16_where_native=True).bf16 is native
+        assert device_mod.Device.resolve("cpu", None).bf16 is False      # the default is unchanged
+        assert device_mod.Device.resolve("cpu", False, bf16_where_native=True).bf16 is False
+
+
+def test_cpu_bf16_detection_reads_the_flags():
+    from pathlib import Path
+
+    from rlvr.models.device import cpu_computes_bf16
+
+    lines = Path("/proc/cpuinfo").read_text().splitlines()
+    flags = next((line for line in lines if line.startswith("flags")), "")
+    assert cpu_computes_bf16() == ("avx512_bf16" in flags.split() or "amx_bf16" in flags.split())

@@ -6,7 +6,8 @@ models/resolve.py) learns the `word_problems` task (addition and subtraction ask
 wordings, names and operand pairs training never shows (tasks/word_problems.py), and is scored
 three ways, before and after: greedy with the `math` verifier (the metric), greedy with a lenient
 check that ignores the answer's format (the last number of the response), and one sample per
-problem at the training temperature. Training wall time is the sum of the steps' own times
+problem at the training temperature; every response lands in `RUN_DIR/quickstart_eval/{before,after}.jsonl`
+with its verdicts. Training wall time is the sum of the steps' own times
 (`timing/step`), so evaluations and model loading are timed apart.
 """
 
@@ -24,8 +25,10 @@ from rlvr.tasks.base import build_task
 PRESET = config_mod.PRESETS / "smollm2.yaml"
 
 
-def evaluate(engine, problems, verifiers, max_new_tokens: int, temperature: float) -> dict:
-    """Greedy accuracy (verifier), greedy accuracy under the lenient check, sampled accuracy."""
+def evaluate(engine, problems, verifiers, max_new_tokens: int, temperature: float,
+             rows: list | None = None) -> dict:
+    """Greedy accuracy (verifier), greedy accuracy under the lenient check, sampled accuracy; each
+    response with its scores is appended to `rows` when given."""
     from rlvr.evaluation.metrics import score_groups
     from rlvr.tasks.word_problems import lenient_correct
 
@@ -38,14 +41,20 @@ def evaluate(engine, problems, verifiers, max_new_tokens: int, temperature: floa
         done = [g.completions[0] for g in groups]
         out[f"{name}_accuracy"] = sum(bool(c.score.correct) for c in done) / len(done)
         out[f"{name}_mean_tokens"] = sum(len(c.token_ids) for c in done) / len(done)
+        lenient = [lenient_correct(c.text, g.problem.reference) for c, g in zip(done, groups)]
         if name == "greedy":
-            out["greedy_lenient_accuracy"] = sum(lenient_correct(c.text, g.problem.reference)
-                                                 for c, g in zip(done, groups)) / len(done)
+            out["greedy_lenient_accuracy"] = sum(lenient) / len(done)
+        if rows is not None:
+            rows.extend({"mode": name, "prompt": g.problem.prompt[-1]["content"],
+                         "reference": g.problem.reference,
+                         "response": c.text, "correct": bool(c.score.correct), "extracted": c.score.extracted,
+                         "flags": list(c.score.flags), "lenient_correct": ok, "tokens": len(c.token_ids)}
+                        for c, g, ok in zip(done, groups, lenient))
     out["seconds"] = round(time.perf_counter() - t0, 1)
     return out
 
 
-def _evaluate_checkpoint(cfg, path: str, heldout) -> dict:
+def _evaluate_checkpoint(cfg, path: str, heldout, save: Path | None = None) -> dict:
     from rlvr.models.policy import load_policy
     from rlvr.rollout.hf import HFEngine
     from rlvr.training.setup import build_device
@@ -55,8 +64,13 @@ def _evaluate_checkpoint(cfg, path: str, heldout) -> dict:
     model.eval()
     engine = HFEngine(model, tokenizer, device=device)
     task = build_task(cfg)
-    return evaluate(engine, heldout, task.verifiers(), cfg.eval.max_new_tokens or cfg.rollout.max_new_tokens,
-                    cfg.rollout.temperature)
+    rows: list[dict] = []
+    max_new = cfg.eval.max_new_tokens or cfg.rollout.max_new_tokens
+    result = evaluate(engine, heldout, task.verifiers(), max_new, cfg.rollout.temperature, rows)
+    if save is not None:
+        save.parent.mkdir(parents=True, exist_ok=True)
+        save.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return result
 
 
 def quickstart_real(overrides=(), say=print) -> dict:
@@ -71,14 +85,16 @@ def quickstart_real(overrides=(), say=print) -> dict:
     set_threads(cfg.run.threads)
     heldout = build_task(cfg).heldout(cfg.data.heldout_size)
     say(f"[1/3] evaluating {cfg.model.path} on {len(heldout)} held-out problems (unseen wordings)")
-    before = _evaluate_checkpoint(cfg, cfg.model.path, heldout)
+    before_rows = out.parent / f".{out.name}-before.jsonl"   # moved into the run directory below
+    before = _evaluate_checkpoint(cfg, cfg.model.path, heldout, before_rows)
     say(f"      greedy {before['greedy_accuracy']:.1%}, lenient {before['greedy_lenient_accuracy']:.1%}, "
         f"sampled {before['sampled_accuracy']:.1%} ({before['seconds']:.0f} s)")
     say(f"[2/3] GRPO: {cfg.grpo.steps} steps, {cfg.grpo.prompts_per_step} prompts x G={cfg.grpo.group_size}")
     result = train(config_mod.replace(cfg, ["run.resume=never"]))
     train_seconds = sum(r.get("timing/step", 0.0) for r in _metrics(out))
     say("[3/3] evaluating the trained model")
-    after = _evaluate_checkpoint(cfg, str(out / "final"), heldout)
+    after = _evaluate_checkpoint(cfg, str(out / "final"), heldout, out / "quickstart_eval" / "after.jsonl")
+    before_rows.replace(out / "quickstart_eval" / "before.jsonl")
     summary = {"model": cfg.model.path, "task": cfg.data.task, "heldout_size": len(heldout),
                "before": before, "after": after, "grpo_steps": cfg.grpo.steps,
                "train_seconds": round(train_seconds, 1), "run_final_accuracy": result["final_accuracy"],

@@ -88,6 +88,9 @@ class ModelConfig:
     path: str = "builtin:tiny-llama"   # local HF checkpoint, hub id, or builtin:tiny-llama
     dtype: Literal["float32", "bfloat16"] = "float32"
     autocast_bf16: bool | None = None  # bf16 matrices, fp32 master weights (unset: on for GPU, off for CPU)
+    # with autocast_bf16 unset: bf16 also on a CPU that computes it natively (AVX512-BF16 / AMX,
+    # detected through oneDNN); an AVX2-only CPU emulates bf16, slower than fp32, and stays fp32
+    bf16_where_native: bool = False
     gradient_checkpointing: bool = False  # recompute each layer in backward (less memory, ~30% slower)
     chat_template: bool = True         # apply the tokenizer's chat template to message prompts
     chat_template_text: bool = False   # also to plain-text prompts, as one user message (TRL: off)

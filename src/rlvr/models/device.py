@@ -14,7 +14,9 @@ function for their device, so the policy and DDP's `device_ids` cannot disagree.
 Precision: master weights and AdamW states stay in the checkpoint's dtype (float32 by default);
 with bf16 on, matrix products run in bfloat16 under autocast (or the fused path's bf16 copies)
 while the residual stream, norms, softmax and log-probs stay float32. bf16 is the default on a
-GPU (`model.autocast_bf16` unset) and off on a CPU. Sampling and training run in the same precision.
+GPU (`model.autocast_bf16` unset) and off on a CPU unless `model.bf16_where_native` asks for it
+where the CPU computes bf16 natively (`cpu_computes_bf16`: detected, never assumed). Sampling
+and training run in the same precision.
 
 Guaranteed on the CPU: exactly the computation rlvr did before devices existed (same generators,
 same ops), so a fixed seed gives bit-identical runs on the same machine and thread count.
@@ -53,32 +55,23 @@ class Device:
 
     @classmethod
     def resolve(cls, spec: str = "auto", bf16: bool | None = None,
-                deterministic: bool = False, local_rank: int | None = None) -> "Device":
+                deterministic: bool = False, local_rank: int | None = None,
+                bf16_where_native: bool = False) -> "Device":
         """`spec` as in `run.device`; `bf16=None` means on for a GPU, off for a CPU; `local_rank`:
         this process's rank on its machine under torchrun (None outside it)."""
         if not valid_spec(spec):
             raise ValueError(f"device {spec!r}: expected auto, cpu, cuda or cuda:N")
         if spec == "auto":
             spec = "cuda" if torch.cuda.is_available() else "cpu"
-        dev = torch.device(spec)
-        if dev.type == "cuda":
-            if not torch.cuda.is_available():
-                raise ValueError(f"device {spec!r}: CUDA is not available on this machine")
-            if dev.index is not None and dev.index >= torch.cuda.device_count():
-                raise ValueError(f"device {spec!r}: only {torch.cuda.device_count()} GPU(s) visible")
-            if dev.index is None and local_rank is not None:
-                if local_rank >= torch.cuda.device_count():
-                    visible = torch.cuda.device_count()
-                    raise ValueError(f"LOCAL_RANK {local_rank}: only {visible} GPU(s) visible")
-                dev = torch.device("cuda", local_rank)
-            elif dev.index is None:
-                dev = torch.device("cuda", torch.cuda.current_device())
+        dev = _cuda_device(spec, local_rank) if torch.device(spec).type == "cuda" else torch.device(spec)
         if deterministic:
             # cuBLAS reads this when its handle is created: set it before the first matmul.
             os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
             torch.use_deterministic_algorithms(True)
             torch.backends.cudnn.benchmark = False
-        return cls(dev, bool(dev.type == "cuda") if bf16 is None else bf16, deterministic)
+        if bf16 is None:
+            bf16 = dev.type == "cuda" or (bf16_where_native and cpu_computes_bf16())
+        return cls(dev, bf16, deterministic)
 
     @classmethod
     def cpu(cls, bf16: bool = False) -> "Device":
@@ -143,3 +136,36 @@ class Device:
 def model_device(model) -> Device:
     """The Device a model's parameters live on (fp32 compute), for callers given only a model."""
     return Device(next(model.parameters()).device)
+
+
+def _cuda_device(spec: str, local_rank: int | None) -> torch.device:
+    """The GPU `spec` names; a bare `cuda` under torchrun is the rank's own (LOCAL_RANK)."""
+    dev = torch.device(spec)
+    if not torch.cuda.is_available():
+        raise ValueError(f"device {spec!r}: CUDA is not available on this machine")
+    if dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ValueError(f"device {spec!r}: only {torch.cuda.device_count()} GPU(s) visible")
+    if dev.index is None and local_rank is not None:
+        if local_rank >= torch.cuda.device_count():
+            visible = torch.cuda.device_count()
+            raise ValueError(f"LOCAL_RANK {local_rank}: only {visible} GPU(s) visible")
+        return torch.device("cuda", local_rank)
+    if dev.index is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    return dev
+
+
+def cpu_computes_bf16() -> bool:
+    """Whether this CPU multiplies bf16 natively (the avx512_bf16 or amx_bf16 flag on Linux, else
+    oneDNN's own check); where it only emulates bf16 (AVX2), bf16 matrices are slower than fp32."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), None)
+        if flags is not None:
+            return "avx512_bf16" in flags or "amx_bf16" in flags
+    except OSError:
+        pass
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False

@@ -86,7 +86,8 @@ def build_device(cfg: Config, dp=None):
 
     local_rank = dp.local_rank if dp is not None else None
     try:
-        return Device.resolve(cfg.run.device, cfg.model.autocast_bf16, cfg.run.deterministic, local_rank)
+        return Device.resolve(cfg.run.device, cfg.model.autocast_bf16, cfg.run.deterministic, local_rank,
+                              cfg.model.bf16_where_native)
     except ValueError as exc:
         raise ConfigError(f"run.device: {exc}") from None
 
