@@ -94,10 +94,11 @@ def overlong_verifier(*, max_length: int, cache_length: int,
 
 def length_budget_verifier(*, budget: int, slope: float = 1.0,
                            length_fn: Callable[[str], int] = _word_count) -> ShapingVerifier:
-    """Length budget penalty in tokens; a problem may set its own `metadata["length_budget"]`."""
-    length = _length(length_fn)
+    """Length budget penalty in words (`length_fn`: a budget a user states about the answer's text,
+    unlike `overlong`, which guards the generation budget in tokens); a problem may set its own
+    `metadata["length_budget"]`."""
     return ShapingVerifier("length_budget", lambda text, problem, n: length_budget_penalty(
-        length(text, n), int(problem.metadata.get("length_budget", budget)), slope))
+        length_fn(text), int(problem.metadata.get("length_budget", budget)), slope))
 
 
 def language_consistency_verifier(*, language: str = "en") -> ShapingVerifier:
