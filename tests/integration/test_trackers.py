@@ -253,3 +253,31 @@ def test_trackio_resumes_its_run_and_holds_each_step_and_alarm_once(tmp_path):
     alerts = list(conn.execute("SELECT run_name, step, title, text, level FROM alerts"))
     assert alerts == [("x", 2, "entropy_collapse", "lower the lr", "warn")]
     assert list(conn.execute("SELECT run_name FROM configs")) == [("x",)]
+
+
+TRACKIO_TWO_STORES = """
+import sys
+from pathlib import Path
+from rlvr.errors import UserError
+from rlvr.monitor.trackers import open_trackers
+open_trackers(["trackio"], Path(sys.argv[1]), "a", {}).close()
+try:
+    open_trackers(["trackio"], Path(sys.argv[2]), "b", {})
+except UserError as exc:
+    print(exc)
+"""
+
+
+def test_trackio_refuses_a_second_store_in_one_process(tmp_path):
+    """trackio fixes its directory at import: a second run dir in the process is an error, not a
+    silent write into the first run's store."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    env = dict(os.environ)
+    env.pop("TRACKIO_DIR", None)
+    cmd = [sys.executable, "-c", TRACKIO_TWO_STORES, str(tmp_path / "a"), str(tmp_path / "b")]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("run.trackers: trackio could not start a run: RuntimeError: trackio was "
+                                  "imported earlier"), done.stdout
+    assert not (tmp_path / "b" / "trackio").exists() and not (tmp_path / "b" / "trackers.json").exists()

@@ -3,7 +3,8 @@
 The store is `RUN_DIR/trackio` (trackio's SQLite database `rlvr.db` there) unless TRACKIO_DIR is set;
 trackio reads that variable once, at import, so this module sets it before importing trackio and
 refuses to open when an earlier import in the process fixed another directory. Only the local
-store is used: no dashboard is launched (`embed=False`), no CPU/GPU monitor threads run. Project
+store is meant (resume reads it; trackio's TRACKIO_SPACE_ID / TRACKIO_SERVER_URL are not supported):
+no dashboard is launched (`embed=False`), no CPU/GPU monitor threads run. Project
 "rlvr"; the run name is the rlvr run's (a suffix is added when the store already holds that name),
 and that name is what `trackers.json` keeps, since trackio resumes runs by name.
 
@@ -46,9 +47,16 @@ def store_dir(run_dir: Path) -> Path:
 
 
 def _import_trackio(store: Path) -> Any:
+    before = os.environ.get("TRACKIO_DIR")
     os.environ["TRACKIO_DIR"] = str(store)
-    import trackio
-    from trackio import utils
+    try:
+        import trackio
+        from trackio import utils
+    finally:   # restored: the variable is the user's choice, not what an earlier run dir set
+        if before is None:
+            del os.environ["TRACKIO_DIR"]
+        else:
+            os.environ["TRACKIO_DIR"] = before
 
     if Path(utils.TRACKIO_DIR).resolve() != store.resolve():
         raise RuntimeError(f"trackio was imported earlier with its store at {utils.TRACKIO_DIR}, "
