@@ -22,6 +22,7 @@ CASES = {   # extra: the command-line override that needs it
     "ray": "rollout.engine=ray",
     "wandb": "run.trackers=[tensorboard,wandb]",
     "mlflow": "run.trackers=[mlflow]",
+    "trackio": "run.trackers=[trackio]",
 }
 
 SCRIPT = textwrap.dedent("""

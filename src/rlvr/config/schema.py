@@ -36,8 +36,7 @@ def between(lo: float, hi: float, default: Any, *, lo_open: bool = False, hi_ope
     return rule(default, check, f"a number in {low}{lo:g}, {hi:g}{high}")
 
 
-# trackio is not offered: its current releases pin pillow < 13, below the venv's (see README)
-TRACKERS = ("tensorboard", "wandb", "mlflow")
+TRACKERS = ("tensorboard", "wandb", "mlflow", "trackio")
 _DEVICE = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
 
 
@@ -66,7 +65,7 @@ class RunConfig:
     device: str = rule("auto", lambda v: bool(_DEVICE.match(v)), "auto, cpu, cuda or cuda:N")
     deterministic: bool = False     # GPU: deterministic algorithms + CUBLAS_WORKSPACE_CONFIG (slower)
     data_parallel: Literal["ddp", "fsdp2"] = "ddp"   # under torchrun (WORLD_SIZE > 1)
-    # experiment trackers fed every metrics line (wandb and mlflow are optional extras)
+    # experiment trackers fed every metrics line (wandb, mlflow and trackio are optional extras)
     trackers: tuple[str, ...] = rule(("tensorboard",), lambda v: set(v) <= set(TRACKERS),
                                      "a list of " + ", ".join(TRACKERS))
     # steps between steps whose every completion goes to completions.parquet (0: off)

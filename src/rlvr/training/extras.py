@@ -45,6 +45,7 @@ EXTRAS = (
     Extra("ray", "ray", _engine("ray")),
     Extra("wandb", "wandb", _tracker("wandb")),
     Extra("mlflow", "mlflow", _tracker("mlflow")),
+    Extra("trackio", "trackio", _tracker("trackio")),
 )
 
 

@@ -1,17 +1,18 @@
-"""Experiment trackers fed from the metrics log: W&B and MLflow (optional extras), one module each.
+"""Experiment trackers fed from the metrics log: W&B, MLflow, trackio (optional extras), one module each.
 
 `open_trackers` opens the trackers named in `run.trackers` (TensorBoard is written by
 `rlvr.monitor.log.MetricsLog` itself) and returns a `Trackers` fan-out that `MetricsLog` hands
 every line it writes to `metrics.jsonl`: step and eval lines become metrics at their `step`, under
-the same names (MLflow replaces characters it refuses by `_`); alarm events become the tracker's
-events (W&B alerts, MLflow tags); `table` sends rows (the completions) to trackers that take
-tables. A tracker's package is imported only in its own module, and only when it is named.
+the same names (MLflow replaces characters it refuses by `_`, trackio prefixes the keys it
+reserves with `__`); alarm events become the tracker's events (W&B and trackio alerts, MLflow
+tags); `table` sends rows (the completions) to trackers that take tables. A tracker's package is
+imported only in its own module, and only when it is named.
 
 Resume: the tracker run ids are kept in `RUN_DIR/trackers.json`, written when the trackers open,
 so a resumed run (same run dir) continues the same tracker runs. Lines after the checkpoint are
 written again on resume; each tracker skips the steps it already holds (W&B: its resumed step,
-or in offline mode the steps in its earlier offline files; MLflow: each metric's last step), so
-no step is logged twice. Guaranteed: a run that names no tracker imports no tracker package.
+or in offline mode the steps in its earlier offline files; MLflow, trackio: each metric's last
+step), so no step is logged twice. Guaranteed: a run that names no tracker imports no tracker package.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from typing import Any, Protocol, Sequence
 from rlvr.errors import UserError
 
 IDS_FILE = "trackers.json"
-_MODULES = {"wandb": "rlvr.monitor.trackers.wandb_tracker", "mlflow": "rlvr.monitor.trackers.mlflow_tracker"}
+_MODULES = {"wandb": "rlvr.monitor.trackers.wandb_tracker", "mlflow": "rlvr.monitor.trackers.mlflow_tracker",
+            "trackio": "rlvr.monitor.trackers.trackio_tracker"}
 
 
 class Tracker(Protocol):
