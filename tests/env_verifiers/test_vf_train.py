@@ -104,7 +104,11 @@ def _check_rubric_metrics(steps: list[dict], turns: float) -> None:
         want = 2.0 * r["rewards/vowels/mean"] + 0.5 * r["rewards/has_answer/mean"]
         assert r["reward/mean"] == pytest.approx(want, abs=1e-9)
         assert "rewards/num_turns/mean" not in r          # a weight-0 monitor, not a reward term
-        assert r["episodes/turns_mean"] == pytest.approx(turns)
+        # the environment's stop: `turns` turns each; a multi-turn episode may end a turn early at the
+        # 256-position context of the ascii model, which the episode engine's batching (timing-
+        # dependent, seen once in CI at load 6) decides: at most one episode in four
+        assert turns - 0.25 - 1e-9 <= r["episodes/turns_mean"] <= turns
+    assert sum(r["episodes/turns_mean"] == pytest.approx(turns) for r in steps) >= len(steps) - 1
     assert any(r["reward/mean"] > 0 for r in steps)
     assert any(r.get("grad_norm", 0) > 0 for r in steps)
     for r in steps:                  # on-policy: the engine's behaviour log-probs are the trainer's
