@@ -96,6 +96,7 @@ def quickstart_real(overrides=(), say=print) -> dict:
     after = _evaluate_checkpoint(cfg, str(out / "final"), heldout, out / "quickstart_eval" / "after.jsonl")
     before_rows.replace(out / "quickstart_eval" / "before.jsonl")
     summary = {"model": cfg.model.path, "task": cfg.data.task, "heldout_size": len(heldout),
+               "temperature": cfg.rollout.temperature,
                "before": before, "after": after, "grpo_steps": cfg.grpo.steps,
                "train_seconds": round(train_seconds, 1), "run_final_accuracy": result["final_accuracy"],
                "wall_seconds": round(time.perf_counter() - t0, 1), "run_dir": str(out),
@@ -131,7 +132,8 @@ def _table(s: dict, say) -> None:
         table.add_column(col)
     for key, label in (("greedy_accuracy", "greedy (math verifier)"),
                        ("greedy_lenient_accuracy", "greedy (last number, any format)"),
-                       ("sampled_accuracy", "sampled, T=1"), ("greedy_mean_tokens", "greedy mean tokens")):
+                       ("sampled_accuracy", f"sampled, T={s['temperature']:g}"),
+                       ("greedy_mean_tokens", "greedy mean tokens")):
         fmt = "{:.1%}" if "accuracy" in key else "{:.1f}"
         table.add_row(label, fmt.format(s["before"][key]), fmt.format(s["after"][key]))
     Console().print(table)
