@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from rlvr import config as config_mod
+from rlvr.monitor.log import read_metrics
 from rlvr.rollout.base import SamplingParams
 from rlvr.tasks.base import build_task
 
@@ -91,7 +92,7 @@ def quickstart_real(overrides=(), say=print) -> dict:
         f"sampled {before['sampled_accuracy']:.1%} ({before['seconds']:.0f} s)")
     say(f"[2/3] GRPO: {cfg.grpo.steps} steps, {cfg.grpo.prompts_per_step} prompts x G={cfg.grpo.group_size}")
     result = train(config_mod.replace(cfg, ["run.resume=never"]))
-    train_seconds = sum(r.get("timing/step", 0.0) for r in _metrics(out))
+    train_seconds = sum(r.get("timing/step", 0.0) for r in read_metrics(out))
     say("[3/3] evaluating the trained model")
     after = _evaluate_checkpoint(cfg, str(out / "final"), heldout, out / "quickstart_eval" / "after.jsonl")
     before_rows.replace(out / "quickstart_eval" / "before.jsonl")
@@ -104,13 +105,6 @@ def quickstart_real(overrides=(), say=print) -> dict:
     (out / "quickstart.json").write_text(json.dumps(summary, indent=2))
     _table(summary, say)
     return summary
-
-
-def _metrics(out: Path) -> list[dict]:
-    path = out / "metrics.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def _peak_rss_gb() -> float:

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from rlvr.tasks.splits import heldout_set, sample_split
 from rlvr.types import Problem
@@ -111,11 +112,6 @@ def from_config(cfg) -> WordProblemsTask:
 def lenient_correct(response: str, reference: str) -> bool:
     """The last integer in the response equals the reference: a check that ignores the answer's format
     (no box, no phrase), so a gain under it is arithmetic, not formatting."""
-    import re
-
     numbers = re.findall(r"-?\d+", response.replace(",", ""))
     return bool(numbers) and numbers[-1] == str(reference)
 
-
-def score_lenient(responses: Sequence[str], problems: Sequence[Problem]) -> float:
-    return sum(lenient_correct(r, p.reference) for r, p in zip(responses, problems)) / max(1, len(problems))
