@@ -25,6 +25,10 @@ Printed: seconds per step and completion tokens per second (median and range ove
 JSON line with `ratio` = rlvr tokens/s ÷ TRL tokens/s (medians). Precision is reported, not hidden:
 by default rlvr runs with `model.autocast_bf16=true` and TRL with its default float32
 (`--trl-bf16` gives TRL bf16 autocast too; `--no-rlvr-bf16` runs rlvr in float32).
+
+`--model DIR` trains a real checkpoint instead (no cold start) on `word_problems` (chat messages,
+the `math` verifier for both trainers), and adds per-stage times (generate / verify / update)
+against each stage's matmul floor and peak RSS per turn (bench/stages.py); see bench/README.md.
 """
 
 from __future__ import annotations
