@@ -9,6 +9,7 @@ from rlvr.rollout.base import SamplingParams
 from rlvr.rollout.hf import HFEngine
 from rlvr.tasks.arithmetic import make_problem
 from rlvr.models.tiny import build_model
+from rlvr.models.device import cpu_computes_bf16
 
 torch.set_num_threads(1)
 
@@ -194,3 +195,30 @@ def test_a_fused_optimizer_step_reaches_sampling_through_load_weights():
     after = engine._backends["fused"].weights.get()
     assert after is not before
     torch.testing.assert_close(after.layers[0].wgu[:64], model.model.layers[0].mlp.gate_proj.weight)
+
+
+@pytest.mark.skipif(not cpu_computes_bf16(), reason="matrices are prepacked only where bf16 is native")
+def test_bf16_sampling_matrices_are_prepacked_and_give_the_same_bits():
+    """oneDNN's prepacked bf16 matmul is the kernel F.linear runs after its per-call reorder: the
+    decode's logits, prefill and cached steps, must not change by a bit."""
+    model = _gqa_llama()
+    packed = fused_llama.WeightCache(model, torch.bfloat16).get()
+    plain = fused_llama.Weights(model, torch.bfloat16)
+    assert packed.linear is not torch.nn.functional.linear and plain.linear is torch.nn.functional.linear
+    ids = torch.tensor([[0, 0, 5, 9, 11], [3, 4, 5, 6, 7]])
+    mask = (torch.arange(5) >= torch.tensor([[2], [0]])).long()
+    pos = positions(mask)
+    out = []
+    for w in (packed, plain):
+        dec = fused_llama.Decoder(model, torch.bfloat16, w)
+        dec.allocate(4, 7)
+        cos, sin = w.rope_table(7)
+        with torch.no_grad():
+            first = dec.forward(ids, cos[pos][:, None], sin[pos][:, None], 0, fused_llama.prefix_mask(mask),
+                                repeat=2)
+            keys = torch.cat([mask.bool().repeat_interleave(2, 0), torch.ones(4, 1, dtype=torch.bool)], 1)
+            nxt = pos[:, -1].repeat_interleave(2) + 1
+            step = dec.forward(first.argmax(-1)[:, None], cos[nxt][:, None, None], sin[nxt][:, None, None], 5,
+                               keys[:, None, None, :6])
+        out.append((first, step))
+    assert torch.equal(out[0][0], out[1][0]) and torch.equal(out[0][1], out[1][1])
