@@ -91,9 +91,9 @@ def _check_term_values(where: str, term: Mapping[str, Any]) -> None:
 def check_launch(cfg: Any, world_size: int) -> None:
     """The engine fits a launch of `world_size` processes, and the combination has a tested path."""
     engine = cfg.rollout.engine
-    if engine != "hf" and world_size > 1:
+    if engine not in ("hf", "vllm_server") and world_size > 1:
         raise ConfigError(f"rollout.engine={engine!r} under torchrun is not supported: its engine "
-                          "would run on every rank; use rollout.engine=hf with torchrun")
+                          "would run on every rank; use rollout.engine=hf or vllm_server with torchrun")
     check_combinations(cfg, engine, world_size > 1)
 
 
