@@ -101,16 +101,18 @@ def check_combinations(cfg: Any, engine: str, distributed: bool) -> None:
     """Combinations with no tested code path behind them stop before anything is written."""
     lora, ahead = cfg.model.lora.r > 0, cfg.rollout.max_staleness > 0
     if cfg.data.task == "agentic" or cfg.data.task.startswith("verifiers:"):
-        key = ("rollout.engine" if engine != "hf" else "rollout.max_staleness" if ahead
+        # vllm_server continues episodes from token ids (`continue_ids`); tested on agentic only
+        plays = ("hf", "vllm_server") if cfg.data.task == "agentic" else ("hf",)
+        key = ("rollout.engine" if engine not in plays else "rollout.max_staleness" if ahead
                else "torchrun" if distributed else "model.lora.r" if lora else None)
         if key is not None:
             kind = "agentic" if cfg.data.task == "agentic" else "verifiers:..."
-            raise ConfigError(f"{key}: data.task={kind} runs episodes on the in-process engine only "
-                              "(rollout.engine=hf, max_staleness=0, one process, no LoRA) for now")
+            raise ConfigError(f"{key}: data.task={kind} runs episodes only with rollout.engine="
+                              f"{' or '.join(plays)}, max_staleness=0, one process and no LoRA, for now")
     if distributed and (lora or ahead):
         key = "model.lora.r" if lora else "rollout.max_staleness"
         raise ConfigError(f"{key}: not supported under torchrun yet (single process only)")
-    if engine != "hf" and (lora or ahead):
+    if engine != "hf" and (lora or (ahead and engine != "vllm_server")):
         key = "model.lora.r" if lora else "rollout.max_staleness"
         raise ConfigError(f"{key}: needs rollout.engine=hf (the {engine} engine does not take "
                           "merged adapters or run ahead yet)")

@@ -27,119 +27,21 @@ needs a path the server can read; `vllm_nccl` is written for GPUs and unverified
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shutil
 import sys
 import tempfile
-from pathlib import Path
+import threading
 from typing import Any, Callable, Sequence
 
 from rlvr.errors import ConfigError
 from rlvr.rollout.base import PromptEncoder, SamplingParams, stamp
+from rlvr.rollout.vllm_launch import LocalLauncher, server_python
 from rlvr.rollout.vllm_worker import state_hash
 from rlvr.types import Completion, Group, Problem
 
-# torchrun's variables: a server is no rank of the trainer's job (vLLM reads RANK / LOCAL_RANK)
-_RANK_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
-              "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID")
 RESTARTS_PER_CALL = 2
-
-
-def server_python(configured: str = "") -> str:
-    """The server's interpreter: `configured`, else this one when it has vLLM, else the project's
-    `.venv-vllm` (beside the source tree, or in the working directory)."""
-    import importlib.util
-
-    if configured:
-        if not Path(configured).exists():
-            raise ConfigError(f"rollout.vllm_python: {configured!r} does not exist")
-        return configured
-    if importlib.util.find_spec("vllm") is not None:
-        return sys.executable
-    for root in (Path(__file__).resolve().parents[3], Path.cwd()):
-        candidate = root / ".venv-vllm" / "bin" / "python"
-        if candidate.exists():
-            return str(candidate)
-    raise ConfigError("rollout.engine=vllm_server: no interpreter with vLLM: this one lacks it and no "
-                      ".venv-vllm was found (make venv-vllm, or set rollout.vllm_python)")
-
-
-def server_env(key: str) -> dict[str, str]:
-    """The server's environment: this one without torchrun's variables, rlvr's own source first
-    on the path (the server runs the trainer's rlvr), one thread per op, the key."""
-    from rlvr.rollout.vllm import _CPU_ENV
-
-    env = {k: v for k, v in os.environ.items() if k not in _RANK_VARS}
-    src = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join([src] + [p for p in [env.get("PYTHONPATH", "")] if p])
-    env["OMP_NUM_THREADS"] = "1"   # one thread per server: N servers share the cores, not N² threads
-    env["RLVR_VLLM_AUTHKEY"] = key
-    return {**_CPU_ENV, **env}
-
-
-class LocalLauncher:
-    """Starts servers as child processes of this one; `start` returns (host, port, handle)."""
-
-    def __init__(self, python: str, key: str):
-        self.python, self.env, self.key = python, server_env(key), bytes.fromhex(key)
-
-    def start(self, model_dir: str, options: dict):
-        import subprocess
-
-        cmd = [self.python, "-m", "rlvr.rollout.vllm_server", "--model", model_dir,
-               "--options", json.dumps(options)]
-        proc = subprocess.Popen(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, start_new_session=True)
-        try:
-            ready = _ready_line(proc)
-        except BaseException:
-            self.kill(proc)
-            raise
-        if ready is None:
-            err = proc.stderr.read()[-3000:] if proc.stderr else ""
-            proc.wait()
-            raise RuntimeError(f"vLLM server ({' '.join(cmd[:3])}) exited with {proc.returncode} "
-                               f"before it listened:\n{err}")
-        _drain(proc.stdout)
-        _drain(proc.stderr)
-        return "127.0.0.1", int(ready["port"]), proc
-
-    def pid(self, handle) -> int:
-        return handle.pid
-
-    def kill(self, handle) -> None:
-        if handle.poll() is None:
-            handle.kill()
-        handle.wait()
-
-    def stop(self, handle) -> None:
-        import subprocess
-
-        try:
-            handle.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            handle.kill()
-            handle.wait()
-
-
-def _ready_line(proc) -> dict | None:
-    """The server's ready line (vLLM logs to stdout too), or None when it exits first."""
-    from rlvr.rollout.vllm_server import READY
-
-    for line in proc.stdout:
-        if line.startswith(READY):
-            return json.loads(line[len(READY):])
-    return None
-
-
-def _drain(stream) -> None:
-    """Read a child's stderr in the background, so a chatty server never blocks on a full pipe."""
-    import threading
-
-    if stream is not None:
-        threading.Thread(target=lambda: [None for _ in stream], daemon=True).start()
 
 
 class Server:
@@ -204,7 +106,10 @@ class VLLMServerEngine:
         self.options = {"dtype": str(next(policy.parameters()).dtype).removeprefix("torch."),
                         "max_model_len": min(4096, getattr(policy.config, "max_position_embeddings", 4096)),
                         **(options or {})}
-        self.servers: list[Server] = []
+        self.servers: list[Server] = []   # shared with the engines `share` hands out
+        self.lock = threading.RLock()
+        self._views: list[VLLMServerEngine] = []
+        self.owner = True                 # False for a shared view: its close leaves the servers
         try:
             self._write_weights(policy)
             model_dir = os.path.join(self.dir, "model")
@@ -213,15 +118,24 @@ class VLLMServerEngine:
             self.model_dir = model_dir
             if launcher is None and not urls:
                 launcher = LocalLauncher(server_python(python), secrets.token_hex(16))
-            self.servers = _by_url(urls) if urls else [self._launch(launcher) for _ in range(servers)]
+            self.servers = _by_url(urls) if urls else self._launch(launcher, servers)
             self._push_all()
         except BaseException:
             self.close()
             raise
 
-    def _launch(self, launcher) -> Server:
-        host, port, handle = launcher.start(self.model_dir, self.options)
-        return Server(launcher.key, (host, port), handle, launcher)
+    def _launch(self, launcher, count: int = 1) -> list[Server]:
+        """`count` servers, started together (each loads vLLM meanwhile), then waited for."""
+        handles = []
+        try:
+            for _ in range(count):
+                handles.append(launcher.spawn(self.model_dir, self.options))
+            servers = [Server(launcher.key, launcher.ready(h), h, launcher) for h in handles]
+        except BaseException:
+            for h in handles:
+                launcher.kill(h)
+            raise
+        return servers
 
     # ---- the protocol -----------------------------------------------------------------------------
 
@@ -230,22 +144,46 @@ class VLLMServerEngine:
         from rlvr.rollout.vllm import prompt_seed
 
         prompts = self.prompts.encode_all(problems)
-        k = len(self.servers)
-        base = {"op": "generate", "n": n, "temperature": 0.0 if params.greedy else params.temperature,
-                "top_p": params.top_p, "top_k": params.top_k, "max_tokens": params.max_new_tokens,
-                "allowed": self.allowed}
-        requests = [{**base, "prompts": prompts[s::k],
-                     "seeds": [prompt_seed(seed, i, n) for i in range(s, len(prompts), k)]}
-                    for s in range(k)]
-        outputs: list = [None] * len(prompts)
-        for s, reply in enumerate(self._call_all(requests)):
-            outputs[s::k] = reply["outputs"]
+        outputs = self._sample(prompts, n, params, [prompt_seed(seed, i, n) for i in range(len(prompts))])
         groups = [Group(p, prompts[i], [Completion(text, ids, lps, reason) for ids, lps, reason, text in out])
                   for i, (p, out) in enumerate(zip(problems, outputs))]
         stamp(groups, self.version, seed)
         if groups and groups[0].completions and groups[0].completions[0].token_ids:
             self._canary = (prompts[0], list(groups[0].completions[0].token_ids))
         return groups
+
+    def continue_ids(self, prefixes: list[list[int]], params: SamplingParams,
+                     gen) -> list[tuple[list[int], list[float], str]]:
+        """One continuation per token-id prefix (episodes), each with a seed drawn from `gen`, so
+        the episode loop's generator decides the samples as it does for the in-process engine."""
+        import torch
+
+        seeds = torch.randint(0, 2**31 - 1, (len(prefixes),), generator=gen).tolist()
+        return [(ids, lps, reason) for ((ids, lps, reason, _),) in self._sample(prefixes, 1, params, seeds)]
+
+    def share(self) -> "VLLMServerEngine":
+        """An engine over the same servers with a version of its own (the rollouts generated ahead,
+        `rollout.max_staleness`): calls are serialised, each push loads that engine's own weight
+        file, and each reply's version is checked against the calling engine's."""
+        import copy
+
+        view = copy.copy(self)
+        view.weights = f"{self.weights}.{len(self._views) + 1}"
+        view.sync_metrics, view._canary, view.owner = {}, None, False
+        self._views.append(view)
+        return view
+
+    def _sample(self, prompts: list[list[int]], n: int, params: SamplingParams, seeds: list[int]) -> list:
+        """Prompt i with seed i, served by server i mod N; the samples in prompt order."""
+        k = len(self.servers)
+        base = {"op": "generate", "n": n, "temperature": 0.0 if params.greedy else params.temperature,
+                "top_p": params.top_p, "top_k": params.top_k, "max_tokens": params.max_new_tokens,
+                "allowed": self.allowed}
+        requests = [{**base, "prompts": prompts[s::k], "seeds": seeds[s::k]} for s in range(k)]
+        outputs: list = [None] * len(prompts)
+        for s, reply in enumerate(self._call_all(requests)):
+            outputs[s::k] = reply["outputs"]
+        return outputs
 
     def load_weights(self, policy, version: int = 0) -> None:
         """Push the policy's weights to every server (one file, each server reads it), check each
@@ -268,7 +206,9 @@ class VLLMServerEngine:
 
     def close(self) -> None:
         """Stop every server this engine started (a stop request, then the process is waited for
-        and killed if it lingers) and remove the weight files."""
+        and killed if it lingers) and remove the weight files; a shared view's close does nothing."""
+        if not self.owner:
+            return
         for server in self.servers:
             if server.launcher is not None:
                 self._try(server.ask, {"op": "stop"})
@@ -276,7 +216,7 @@ class VLLMServerEngine:
         for server in self.servers:
             if server.launcher is not None:
                 server.launcher.stop(server.handle)
-        self.servers = []
+        del self.servers[:]
         shutil.rmtree(self.dir, ignore_errors=True)
 
     # ---- transport, restarts --------------------------------------------------------------------
@@ -305,6 +245,10 @@ class VLLMServerEngine:
     def _call_all(self, requests: list[dict], check_version: bool = True) -> list[dict]:
         """Send request s to server s, all before any reply (the servers work in parallel), then
         collect the replies in order; a server that died is restarted and asked again."""
+        with self.lock:
+            return self._call_all_locked(requests, check_version)
+
+    def _call_all_locked(self, requests: list[dict], check_version: bool) -> list[dict]:
         sent = [self._try(server.send, r) for server, r in zip(self.servers, requests)]
         replies = []
         for s, request in enumerate(requests):
@@ -341,7 +285,7 @@ class VLLMServerEngine:
         old.launcher.kill(old.handle)   # dead, or alive but unreachable: it goes either way
         self.restarts += 1
         print(f"rlvr: vLLM server {old.name} died; restarting it (restart {self.restarts})", file=sys.stderr)
-        fresh = self._launch(old.launcher)
+        (fresh,) = self._launch(old.launcher)
         if fresh.ask(self._load_request())["hash"] != self.hash:
             raise RuntimeError(f"vLLM server {fresh.name}: restarted with other weights than the trainer's")
         self.servers[s] = fresh

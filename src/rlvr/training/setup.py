@@ -78,7 +78,7 @@ def check_engine(cfg: Config) -> None:
     check_extras(cfg)   # every optional package the config needs, engines and trackers included
     check_launch(cfg, world_from_env()[1])
     if cfg.rollout.engine == "vllm_server" and not cfg.rollout.vllm_urls:
-        from rlvr.rollout.vllm_servers import server_python
+        from rlvr.rollout.vllm_launch import server_python
 
         server_python(cfg.rollout.vllm_python)   # an interpreter with vLLM, or a ConfigError now
 
