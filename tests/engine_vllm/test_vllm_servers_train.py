@@ -35,17 +35,19 @@ def _env() -> dict[str, str]:
             "PYTHONPATH": str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
-def _config(tmp: Path, name: str, run_extra: str = "") -> tuple[Path, Path]:
+def _config(tmp: Path, name: str, run_extra: str = "", rollout_extra: str = "", task: str = "arithmetic",
+            engine: str = "vllm_server") -> tuple[Path, Path]:
     run_dir, cfg = tmp / name, tmp / f"{name}.yaml"
     cfg.write_text(
         "seed: 0\n"
         f"run: {{dir: {run_dir}, eval_every: {STEPS}, save_every: {STEPS}, progress: false, threads: 1, "
         f"report: false, log_completions: 1{run_extra}}}\n"
         "model: {path: 'builtin:tiny-llama'}\n"
-        "data: {task: arithmetic, difficulty: 2, heldout_size: 16}\n"
-        "rollout: {engine: vllm_server, vllm_servers: 2, max_new_tokens: 16, "
-        "vllm_options: {max_model_len: 128, kv_cache_memory_bytes: 268435456}}\n"
-        f"grpo: {{steps: {STEPS}, group_size: 4, prompts_per_step: 4, lr: 5.0e-4}}\n")
+        f"data: {{task: {task}, difficulty: 2, heldout_size: 16}}\n"
+        f"rollout: {{engine: {engine}, vllm_servers: 2, max_new_tokens: 16, "
+        f"vllm_options: {{max_model_len: 256, kv_cache_memory_bytes: 268435456}}{rollout_extra}}}\n"
+        f"grpo: {{steps: {STEPS}, group_size: 4, prompts_per_step: 4, lr: 5.0e-4}}\n"
+        "agent: {max_turns: 3, max_tokens: 48, turn_tokens: 16}\n")
     return cfg, run_dir
 
 
@@ -74,12 +76,15 @@ def _metrics(run_dir: Path) -> list[dict]:
     return [{k: v for k, v in r.items() if not k.startswith(NON_DETERMINISTIC)} for r in lines]
 
 
-def _completions(run_dir: Path, step: int) -> list[tuple]:
+def _rows(run_dir: Path) -> list[dict]:
     import pyarrow.parquet as pq
 
-    rows = pq.read_table(run_dir / "completions.parquet").to_pylist()
+    return pq.read_table(run_dir / "completions.parquet").to_pylist()
+
+
+def _completions(run_dir: Path, step: int) -> list[tuple]:
     return [(r["group"], r["sample"], r["completion"], r["tokens"], r["reward"], r["advantage"])
-            for r in rows if r["step"] == step]
+            for r in _rows(run_dir) if r["step"] == step]
 
 
 def _servers_of(pid: int) -> list[int]:
@@ -140,3 +145,32 @@ def test_torchrun_ranks_with_servers_sample_what_one_process_samples(tmp_path, r
     print(f"torchrun {mode} + 2 servers vs one process: first step's completions equal; max metric "
           f"|Δ| over {STEPS} steps {worst:.1e}; max canary_kl {canary:.1e}")
     assert canary < 1e-6
+
+
+def test_rollouts_one_step_ahead_on_the_servers_carry_their_version(tmp_path):
+    """max_staleness 1: step s >= 1 trains on samples of version s - 1, generated on the same
+    servers (a view with its own version) while step s - 1 updates."""
+    cfg, run_dir = _config(tmp_path, "ahead", rollout_extra=", max_staleness: 1")
+    _train(cfg)
+    rows, got = _rows(run_dir), _metrics(run_dir)
+    assert {r["step"]: r["policy_version"] for r in rows} == {s: max(0, s - 1) for s in range(STEPS)}
+    trained = [r for r in got if "mismatch/kl" in r]
+    canary = [r["mismatch/canary_kl"] for r in got if "mismatch/canary_kl" in r]
+    assert [r["async/staleness"] for r in trained][1:] == [1.0] * (STEPS - 1)
+    kl = ", ".join(f"{r['mismatch/kl']:.1e}" for r in trained)
+    print(f"max_staleness 1 on 2 servers: mismatch/kl per step {kl}; max canary_kl {max(canary):.1e}")
+    assert max(canary) < 1e-6
+
+
+def test_agent_episodes_through_the_servers(tmp_path):
+    """Episodes continue from token ids on the servers (`continue_ids`): the trainer's log-probs
+    of every sampled token match the servers' behaviour log-probs as on the in-process engine."""
+    cfg, run_dir = _config(tmp_path, "agentic", task="agentic")
+    _train(cfg)
+    got = _metrics(run_dir)
+    trained = [r for r in got if "mismatch/kl" in r]
+    canary = [r["mismatch/canary_kl"] for r in got if "mismatch/canary_kl" in r]
+    print(f"agent episodes on 2 servers: max mismatch/kl {max(r['mismatch/kl'] for r in trained):.1e}, "
+          f"max canary_kl {max(canary):.1e}")
+    assert len(trained) == STEPS and max(r["mismatch/kl"] for r in trained) < 1e-9
+    assert max(canary) < 1e-6

@@ -28,10 +28,13 @@ def test_rollouts_ahead_with_servers_in_one_process_only():
         check_combinations(_cfg(max_staleness=1), "vllm_server", True)
 
 
-def test_lora_with_servers_is_refused():
+def test_lora_runs_on_servers_not_on_the_in_process_vllm_engine():
     cfg = config_mod.from_dict({"rollout": {"engine": "vllm_server"}, "model": {"lora": {"r": 4}}})
+    check_combinations(cfg, "vllm_server", False)
     with pytest.raises(ConfigError, match="model.lora.r: needs rollout.engine=hf"):
-        check_combinations(cfg, "vllm_server", False)
+        check_combinations(cfg, "vllm", False)
+    with pytest.raises(ConfigError, match="model.lora.r: not supported under torchrun"):
+        check_combinations(cfg, "vllm_server", True)
 
 
 def test_agent_episodes_run_on_servers_and_verifiers_environments_do_not_yet():
@@ -44,7 +47,7 @@ def test_agent_episodes_run_on_servers_and_verifiers_environments_do_not_yet():
         check_combinations(vf, "vllm_server", False)
 
 
-def test_the_server_interpreter_is_the_configured_one_or_a_venv_vllm(tmp_path, monkeypatch):
+def test_the_server_interpreter_is_the_configured_one_or_a_venv_vllm(tmp_path):
     import importlib.util
 
     from rlvr.rollout.vllm_launch import server_python
@@ -54,11 +57,12 @@ def test_the_server_interpreter_is_the_configured_one_or_a_venv_vllm(tmp_path, m
     if importlib.util.find_spec("vllm") is not None:
         assert server_python() == sys.executable
         return
+    with pytest.raises(ConfigError, match="no interpreter with vLLM"):
+        server_python("", (tmp_path,))
     python = tmp_path / ".venv-vllm" / "bin" / "python"
     python.parent.mkdir(parents=True)
     python.write_text("")
-    monkeypatch.chdir(tmp_path)
-    assert server_python() == str(python)
+    assert server_python("", (tmp_path / "elsewhere", tmp_path)) == str(python)
 
 
 def test_a_missing_server_interpreter_stops_the_cli_before_anything_is_written(tmp_path):

@@ -112,7 +112,7 @@ def check_combinations(cfg: Any, engine: str, distributed: bool) -> None:
     if distributed and (lora or ahead):
         key = "model.lora.r" if lora else "rollout.max_staleness"
         raise ConfigError(f"{key}: not supported under torchrun yet (single process only)")
-    if engine != "hf" and (lora or (ahead and engine != "vllm_server")):
+    if engine not in ("hf", "vllm_server") and (lora or ahead):   # servers take merged weights
         key = "model.lora.r" if lora else "rollout.max_staleness"
         raise ConfigError(f"{key}: needs rollout.engine=hf (the {engine} engine does not take "
                           "merged adapters or run ahead yet)")

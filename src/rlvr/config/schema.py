@@ -129,7 +129,9 @@ class RolloutConfig:
     max_new_tokens: int = at_least(1, "an integer >= 1", 48)
     vllm_options: dict = field(default_factory=dict)   # engine vllm: extra keyword arguments to vllm.LLM
     workers: int = at_least(1, "an integer >= 1", 2)   # engine ray: rollout actors in the placement group
-    ray_address: str = ""               # engine ray: an existing cluster ("" starts a local one)
+    # engine ray: an existing cluster ("" starts a local one); engine vllm_server: "" local processes,
+    # else the servers are placed by Ray on that cluster ("local": a Ray started here)
+    ray_address: str = ""
     # engine vllm_server: servers to start; their interpreter ("": this one if it has vllm, else the
     # project's .venv-vllm); or running servers to use instead (host:port, key in RLVR_VLLM_AUTHKEY)
     vllm_servers: int = at_least(1, "an integer >= 1", 1)

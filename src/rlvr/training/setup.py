@@ -152,7 +152,7 @@ def _server_engine(cfg: Config, policy, tokenizer, dp=None, engine_model=None):
 
     def make(model):
         return VLLMServerEngine(model, tokenizer, chat, r.vllm_servers, r.vllm_python, r.vllm_urls,
-                                r.vllm_options, template_text=text)
+                                r.vllm_options, template_text=text, ray_address=r.ray_address)
 
     if dp is None:
         return make(policy)
