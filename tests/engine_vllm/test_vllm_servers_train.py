@@ -35,18 +35,18 @@ def _env() -> dict[str, str]:
             "PYTHONPATH": str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
-def _config(tmp: Path, name: str, run_extra: str = "", rollout_extra: str = "", task: str = "arithmetic",
-            engine: str = "vllm_server") -> tuple[Path, Path]:
+def _config(tmp: Path, name: str, model: Path | str = "builtin:tiny-llama", run_extra: str = "",
+            rollout_extra: str = "", task: str = "arithmetic", grpo_extra: str = "") -> tuple[Path, Path]:
     run_dir, cfg = tmp / name, tmp / f"{name}.yaml"
     cfg.write_text(
         "seed: 0\n"
         f"run: {{dir: {run_dir}, eval_every: {STEPS}, save_every: {STEPS}, progress: false, threads: 1, "
         f"report: false, log_completions: 1{run_extra}}}\n"
-        "model: {path: 'builtin:tiny-llama'}\n"
-        f"data: {{task: {task}, difficulty: 2, heldout_size: 16}}\n"
-        f"rollout: {{engine: {engine}, vllm_servers: 2, max_new_tokens: 16, "
-        f"vllm_options: {{max_model_len: 256, kv_cache_memory_bytes: 268435456}}{rollout_extra}}}\n"
-        f"grpo: {{steps: {STEPS}, group_size: 4, prompts_per_step: 4, lr: 5.0e-4}}\n"
+        f"model: {{path: '{model}'}}\n"
+        f"data: {{task: {task}, difficulty: 3, heldout_size: 16}}\n"
+        "rollout: {engine: vllm_server, vllm_servers: 2, max_new_tokens: 40, "
+        f"vllm_options: {{kv_cache_memory_bytes: 268435456}}{rollout_extra}}}\n"
+        f"grpo: {{steps: {STEPS}, group_size: 4, prompts_per_step: 4, lr: 5.0e-5{grpo_extra}}}\n"
         "agent: {max_turns: 3, max_tokens: 48, turn_tokens: 16}\n")
     return cfg, run_dir
 
@@ -102,14 +102,14 @@ def _servers_of(pid: int) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> Path:
-    cfg, run_dir = _config(tmp_path_factory.mktemp("one"), "one")
+def reference(tmp_path_factory, cold_start_model) -> Path:
+    cfg, run_dir = _config(tmp_path_factory.mktemp("one"), "one", cold_start_model)
     _train(cfg)
     return run_dir
 
 
-def test_a_server_killed_mid_run_changes_nothing(tmp_path, reference):
-    cfg, run_dir = _config(tmp_path, "killed")
+def test_a_server_killed_mid_run_changes_nothing(tmp_path, reference, cold_start_model):
+    cfg, run_dir = _config(tmp_path, "killed", cold_start_model)
     proc = _start([sys.executable, "-m", "rlvr.cli", "train", str(cfg)])
     metrics, deadline = run_dir / "metrics.jsonl", time.time() + 300
     while time.time() < deadline and proc.poll() is None and \
@@ -126,15 +126,16 @@ def test_a_server_killed_mid_run_changes_nothing(tmp_path, reference):
     assert _completions(run_dir, STEPS - 1) == _completions(reference, STEPS - 1)
     trained = [r for r in ref if "mismatch/kl" in r]
     canary = [r["mismatch/canary_kl"] for r in ref if "mismatch/canary_kl" in r]
-    print(f"2 servers, one killed at step {len(killed) and 1}: metrics equal; max mismatch/kl "
-          f"{max(r['mismatch/kl'] for r in trained):.1e}, max canary_kl {max(canary):.1e}")
-    assert len(trained) == STEPS and len(canary) >= STEPS - 1
+    print(f"2 servers, one killed after step 1: metrics equal; max mismatch/kl over {len(trained)} "
+          f"updates {max(r['mismatch/kl'] for r in trained):.1e}, max canary_kl {max(canary):.1e}")
+    assert trained and len(canary) >= STEPS - 1   # steps whose groups all tie make no update
     assert max(r["mismatch/kl"] for r in trained) < 1e-9 and max(canary) < 1e-6
 
 
 @pytest.mark.parametrize("mode", ["ddp", "fsdp2"])
-def test_torchrun_ranks_with_servers_sample_what_one_process_samples(tmp_path, reference, mode):
-    cfg, run_dir = _config(tmp_path, mode, f", data_parallel: {mode}")
+def test_torchrun_ranks_with_servers_sample_what_one_process_samples(tmp_path, reference, mode,
+                                                                    cold_start_model):
+    cfg, run_dir = _config(tmp_path, mode, cold_start_model, f", data_parallel: {mode}")
     _train(cfg, [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"])
     assert _completions(run_dir, 0) == _completions(reference, 0)
     got, ref = _metrics(run_dir), _metrics(reference)
@@ -147,10 +148,10 @@ def test_torchrun_ranks_with_servers_sample_what_one_process_samples(tmp_path, r
     assert canary < 1e-6
 
 
-def test_rollouts_one_step_ahead_on_the_servers_carry_their_version(tmp_path):
+def test_rollouts_one_step_ahead_on_the_servers_carry_their_version(tmp_path, cold_start_model):
     """max_staleness 1: step s >= 1 trains on samples of version s - 1, generated on the same
     servers (a view with its own version) while step s - 1 updates."""
-    cfg, run_dir = _config(tmp_path, "ahead", rollout_extra=", max_staleness: 1")
+    cfg, run_dir = _config(tmp_path, "ahead", cold_start_model, rollout_extra=", max_staleness: 1")
     _train(cfg)
     rows, got = _rows(run_dir), _metrics(run_dir)
     assert {r["step"]: r["policy_version"] for r in rows} == {s: max(0, s - 1) for s in range(STEPS)}
@@ -165,7 +166,9 @@ def test_rollouts_one_step_ahead_on_the_servers_carry_their_version(tmp_path):
 def test_agent_episodes_through_the_servers(tmp_path):
     """Episodes continue from token ids on the servers (`continue_ids`): the trainer's log-probs
     of every sampled token match the servers' behaviour log-probs as on the in-process engine."""
-    cfg, run_dir = _config(tmp_path, "agentic", task="agentic")
+    # the random tiny model earns no reward: every group is still trained on (zero advantage), so
+    # every step measures the trainer's log-probs against the servers'
+    cfg, run_dir = _config(tmp_path, "agentic", task="agentic", grpo_extra=", skip_zero_advantage: false")
     _train(cfg)
     got = _metrics(run_dir)
     trained = [r for r in got if "mismatch/kl" in r]
