@@ -164,7 +164,10 @@ class VLLMServerEngine:
         import torch
 
         seeds = torch.randint(0, 2**31 - 1, (len(prefixes),), generator=gen).tolist()
-        return [(ids, lps, reason) for ((ids, lps, reason, _),) in self._sample(prefixes, 1, params, seeds)]
+        rows = [(ids, lps, reason) for ((ids, lps, reason, _),) in self._sample(prefixes, 1, params, seeds)]
+        if rows and rows[0][0]:   # the canary re-scores the first continuation after the next push
+            self._canary = (list(prefixes[0]), list(rows[0][0]))
+        return rows
 
     def share(self) -> "VLLMServerEngine":
         """An engine over the same servers with a version of its own (the rollouts generated ahead,
