@@ -21,7 +21,7 @@ pytest.importorskip("peft")
 SRC = Path(__file__).parent.parent.parent / "src"
 
 
-def test_lora_run_on_a_server_trains_on_its_samples(tmp_path):
+def test_lora_run_on_a_server_trains_on_its_samples(tmp_path, cold_start_model):
     from rlvr.errors import ConfigError
     from rlvr.rollout.vllm_launch import server_python
 
@@ -34,11 +34,12 @@ def test_lora_run_on_a_server_trains_on_its_samples(tmp_path):
     cfg.write_text(
         "seed: 0\n"
         f"run: {{dir: {run_dir}, eval_every: {steps}, save_every: {steps}, progress: false, threads: 1, report: false}}\n"
-        "model: {path: 'builtin:tiny-llama', lora: {r: 8, alpha: 16}}\n"
-        "data: {task: arithmetic, difficulty: 2, heldout_size: 16}\n"
-        f"rollout: {{engine: vllm_server, vllm_python: {python}, max_new_tokens: 16, "
+        f"model: {{path: '{cold_start_model}', lora: {{r: 8, alpha: 16}}}}\n"
+        "data: {task: arithmetic, difficulty: 3, heldout_size: 16}\n"
+        f"rollout: {{engine: vllm_server, vllm_python: {python}, max_new_tokens: 40, "
         "vllm_options: {max_model_len: 128, kv_cache_memory_bytes: 268435456}}\n"
-        f"grpo: {{steps: {steps}, group_size: 4, prompts_per_step: 4, lr: 1.0e-2}}\n")
+        f"grpo: {{steps: {steps}, group_size: 8, prompts_per_step: 8, lr: 2.0e-3, "
+        "skip_zero_advantage: false}\n")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     proc = subprocess.run([sys.executable, "-m", "rlvr.cli", "train", str(cfg)], env=env, capture_output=True,
                           text=True, timeout=600)
@@ -48,5 +49,6 @@ def test_lora_run_on_a_server_trains_on_its_samples(tmp_path):
     canary = [r["mismatch/canary_kl"] for r in records if "mismatch/canary_kl" in r]
     worst = max(r["mismatch/kl"] for r in trained)
     print(f"LoRA on a vLLM server: max mismatch/kl {worst:.1e}, max canary_kl {max(canary):.1e}")
+    # every step measures (skip_zero_advantage off); after step 0's update the adapters are non-zero
     assert len(trained) == steps and worst < 1e-9
     assert len(canary) >= steps - 1 and max(canary) < 1e-6

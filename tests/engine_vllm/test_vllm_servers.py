@@ -109,11 +109,13 @@ def test_a_stale_server_is_refused(setup):
     from rlvr.rollout.base import SamplingParams
 
     policy, engine, problems = setup
-    engine.servers[1].ask({"op": "load", "path": engine.weights, "version": engine.version - 1})
-    with pytest.raises(RuntimeError, match="stale"):
-        engine.generate(problems, 2, SamplingParams(max_new_tokens=4), seed=0)
-    engine.load_weights(policy, engine.version)
-    engine.generate(problems, 2, SamplingParams(max_new_tokens=4), seed=0)
+    for s in (1, 0):   # the last server, then the first (whose refusal leaves server 1's reply unread)
+        engine.servers[s].ask({"op": "load", "path": engine.weights, "version": engine.version - 1})
+        with pytest.raises(RuntimeError, match=f"{engine.servers[s].name} holds policy version .*stale"):
+            engine.generate(problems, 2, SamplingParams(max_new_tokens=4), seed=0)
+        engine.load_weights(policy, engine.version)
+        groups = engine.generate(problems, 2, SamplingParams(max_new_tokens=4), seed=0)
+        assert [g.problem.id for g in groups] == [p.id for p in problems]
 
 
 def test_a_killed_server_is_restarted_and_the_call_returns_the_same_groups(setup):

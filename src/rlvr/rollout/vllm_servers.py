@@ -262,22 +262,32 @@ class VLLMServerEngine:
 
     def _call_all_locked(self, requests: list[dict], check_version: bool) -> list[dict]:
         sent = [self._try(server.send, r) for server, r in zip(self.servers, requests)]
-        replies = []
-        for s, request in enumerate(requests):
-            reply = self._try(self.servers[s].recv) if sent[s] else None
-            for _ in range(RESTARTS_PER_CALL):
-                if reply is not None:
-                    break
-                self._restart(s)
-                reply = self._try(self.servers[s].ask, request)
-            if reply is None:
-                raise RuntimeError(f"vLLM server {self.servers[s].name} died {RESTARTS_PER_CALL} "
-                                   "times in one call")
-            if check_version and reply["version"] != self.version:
-                raise RuntimeError(f"vLLM server {self.servers[s].name} holds policy version "
-                                   f"{reply['version']}, the engine {self.version}: a stale server")
-            replies.append(reply)
+        replies: list[dict] = []
+        try:
+            for s, request in enumerate(requests):
+                replies.append(self._reply(s, request, sent[s], check_version))
+        except RuntimeError:   # the servers not read yet still answer: drain them, or the next call desyncs
+            for t in range(len(replies) + 1, len(requests)):
+                if sent[t]:
+                    self._try(self.servers[t].conn.recv)
+            raise
         return replies
+
+    def _reply(self, s: int, request: dict, sent: Any, check_version: bool) -> dict:
+        """Server s's reply to `request` (sent already when `sent`), restarting it if it died."""
+        reply = self._try(self.servers[s].recv) if sent else None
+        for _ in range(RESTARTS_PER_CALL):
+            if reply is not None:
+                break
+            self._restart(s)
+            reply = self._try(self.servers[s].ask, request)
+        if reply is None:
+            raise RuntimeError(f"vLLM server {self.servers[s].name} died {RESTARTS_PER_CALL} "
+                               "times in one call")
+        if check_version and reply["version"] != self.version:
+            raise RuntimeError(f"vLLM server {self.servers[s].name} holds policy version "
+                               f"{reply['version']}, the engine {self.version}: a stale server")
+        return reply
 
     @staticmethod
     def _try(call: Callable[..., Any], *args) -> Any:
