@@ -65,7 +65,7 @@ class LocalLauncher:
         import subprocess
 
         cmd = [self.python, "-m", "rlvr.rollout.vllm_server", "--model", model_dir,
-               "--host", self.host, "--options", json.dumps(options)]
+               "--host", self.host, "--options", json.dumps(options), "--exit-with-parent"]
         return subprocess.Popen(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, start_new_session=True)
 

@@ -94,6 +94,19 @@ def _ping(llm, request: dict, state: dict) -> dict:
 _OPS = {"load": _load, "generate": _generate, "score": _score, "ping": _ping, "stop": _ping}
 
 
+def _watch_parent(parent: int) -> None:
+    """Exit as soon as `parent` is no longer this process's parent (it died; we were re-parented)."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(3)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def main(argv: list[str] | None = None) -> int:
     from multiprocessing.connection import Listener
     from multiprocessing import AuthenticationError
@@ -105,7 +118,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--options", default="{}", help="JSON: keyword arguments to vllm.LLM")
+    ap.add_argument("--exit-with-parent", action="store_true",
+                    help="exit when the process that started this one is gone (a trainer killed with -9)")
     args = ap.parse_args(argv)
+    if args.exit_with_parent:
+        _watch_parent(os.getppid())
     key = os.environ.get("RLVR_VLLM_AUTHKEY", "")
     if not key:
         print("RLVR_VLLM_AUTHKEY is not set (hex bytes that clients must present)", file=sys.stderr)
