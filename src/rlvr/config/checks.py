@@ -91,9 +91,9 @@ def _check_term_values(where: str, term: Mapping[str, Any]) -> None:
 def check_launch(cfg: Any, world_size: int) -> None:
     """The engine fits a launch of `world_size` processes, and the combination has a tested path."""
     engine = cfg.rollout.engine
-    if engine != "hf" and world_size > 1:
+    if engine not in ("hf", "vllm_server") and world_size > 1:
         raise ConfigError(f"rollout.engine={engine!r} under torchrun is not supported: its engine "
-                          "would run on every rank; use rollout.engine=hf with torchrun")
+                          "would run on every rank; use rollout.engine=hf or vllm_server with torchrun")
     check_combinations(cfg, engine, world_size > 1)
 
 
@@ -101,16 +101,18 @@ def check_combinations(cfg: Any, engine: str, distributed: bool) -> None:
     """Combinations with no tested code path behind them stop before anything is written."""
     lora, ahead = cfg.model.lora.r > 0, cfg.rollout.max_staleness > 0
     if cfg.data.task == "agentic" or cfg.data.task.startswith("verifiers:"):
-        key = ("rollout.engine" if engine != "hf" else "rollout.max_staleness" if ahead
+        # vllm_server continues episodes from token ids (`continue_ids`); tested on agentic only
+        plays = ("hf", "vllm_server") if cfg.data.task == "agentic" else ("hf",)
+        key = ("rollout.engine" if engine not in plays else "rollout.max_staleness" if ahead
                else "torchrun" if distributed else "model.lora.r" if lora else None)
         if key is not None:
             kind = "agentic" if cfg.data.task == "agentic" else "verifiers:..."
-            raise ConfigError(f"{key}: data.task={kind} runs episodes on the in-process engine only "
-                              "(rollout.engine=hf, max_staleness=0, one process, no LoRA) for now")
+            raise ConfigError(f"{key}: data.task={kind} runs episodes only with rollout.engine="
+                              f"{' or '.join(plays)}, max_staleness=0, one process and no LoRA, for now")
     if distributed and (lora or ahead):
         key = "model.lora.r" if lora else "rollout.max_staleness"
         raise ConfigError(f"{key}: not supported under torchrun yet (single process only)")
-    if engine != "hf" and (lora or ahead):
+    if engine not in ("hf", "vllm_server") and (lora or ahead):   # servers take merged weights
         key = "model.lora.r" if lora else "rollout.max_staleness"
         raise ConfigError(f"{key}: needs rollout.engine=hf (the {engine} engine does not take "
                           "merged adapters or run ahead yet)")

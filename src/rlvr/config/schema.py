@@ -119,7 +119,8 @@ class DataConfig:
 
 @dataclass(frozen=True)
 class RolloutConfig:
-    engine: Literal["hf", "vllm", "ray"] = "hf"   # vllm and ray need their extras (pip install -e '.[vllm]')
+    # vllm and ray need their extras (pip install -e '.[vllm]'); vllm_server: vLLM in server processes
+    engine: Literal["hf", "vllm", "ray", "vllm_server"] = "hf"
     temperature: float = above(0, "a number > 0", 1.0)
     top_p: float = between(0, 1, 1.0, lo_open=True)
     top_k: int = at_least(0, "an integer >= 0 (0: off)", 0)   # 0: no top-k truncation
@@ -128,7 +129,14 @@ class RolloutConfig:
     max_new_tokens: int = at_least(1, "an integer >= 1", 48)
     vllm_options: dict = field(default_factory=dict)   # engine vllm: extra keyword arguments to vllm.LLM
     workers: int = at_least(1, "an integer >= 1", 2)   # engine ray: rollout actors in the placement group
-    ray_address: str = ""               # engine ray: an existing cluster ("" starts a local one)
+    # engine ray: an existing cluster ("" starts a local one); engine vllm_server: "" local processes,
+    # else the servers are placed by Ray on that cluster ("local": a Ray started here)
+    ray_address: str = ""
+    # engine vllm_server: servers to start; their interpreter ("": this one if it has vllm, else the
+    # project's .venv-vllm); or running servers to use instead (host:port, key in RLVR_VLLM_AUTHKEY)
+    vllm_servers: int = at_least(1, "an integer >= 1", 1)
+    vllm_python: str = ""
+    vllm_urls: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

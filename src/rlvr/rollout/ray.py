@@ -10,7 +10,8 @@ Guaranteed, and tested on a local cluster: problem i goes to actor i mod N, whic
 with a seed derived from (seed, actor index), and the groups come back in problem order, so a run
 is reproducible for a given number of actors (not across numbers of actors). Weights go out after
 each update as one state dict in the object store (`ray.put` once, every actor loads it).
-Not done here: vLLM inside the actors and NCCL weight broadcast on GPUs; verifier actors.
+Not done here: NCCL weight broadcast on GPUs; verifier actors. vLLM placed by Ray is the
+`vllm_server` engine with `rollout.ray_address` (`rollout.vllm_ray`).
 """
 
 from __future__ import annotations

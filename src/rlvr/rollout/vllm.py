@@ -129,7 +129,6 @@ class VLLMEngine:
 
     def canary(self, policy, prompt: list[int], completion: list[int]) -> dict[str, float]:
         """vLLM's and the trainer's log-probs of the same completion tokens (temperature 1)."""
-        from rlvr.models.policy import completion_logits, token_logprobs
         from vllm import SamplingParams as VSamplingParams
         from vllm.inputs import TokensPrompt
 
@@ -137,16 +136,8 @@ class VLLMEngine:
                                 VSamplingParams(max_tokens=1, prompt_logprobs=0, temperature=1.0),
                                 use_tqdm=False)[0]
         ids = prompt + completion
-        engine = torch.tensor([out.prompt_logprobs[i][ids[i]].logprob for i in range(len(prompt), len(ids))])
-        dev = next(policy.parameters()).device
-        p_ids, c_ids = torch.tensor([prompt], device=dev), torch.tensor([completion], device=dev)
-        with torch.no_grad():
-            logits = completion_logits(policy, p_ids, torch.ones_like(p_ids), c_ids, torch.ones_like(c_ids))
-            trainer = token_logprobs(logits.float(), c_ids)[0].cpu()
-        log_ratio = trainer - engine                       # log p_trainer / p_engine per token
-        k3 = (log_ratio.exp() - 1 - log_ratio).mean()
-        return {"mismatch/canary_kl": float(k3),
-                "mismatch/canary_max_abs": float(log_ratio.abs().max())}
+        engine = [out.prompt_logprobs[i][ids[i]].logprob for i in range(len(prompt), len(ids))]
+        return canary_metrics(policy, prompt, completion, engine)
 
     def _sleep(self) -> None:
         if self.sleep_mode and not self.asleep:
@@ -163,6 +154,24 @@ class VLLMEngine:
 
         del self.llm
         gc.collect()
+
+
+def canary_metrics(policy, prompt: list[int], completion: list[int],
+                   engine_logprobs: list[float]) -> dict[str, float]:
+    """An engine's temperature-1 log-probs of `completion` after `prompt` against the trainer's
+    forward: `mismatch/canary_kl` (k3 estimate of KL(engine || trainer)) and the max |Δ|."""
+    from rlvr.models.policy import completion_logits, token_logprobs
+
+    engine = torch.tensor(engine_logprobs)
+    dev = next(policy.parameters()).device
+    p_ids, c_ids = torch.tensor([prompt], device=dev), torch.tensor([completion], device=dev)
+    with torch.no_grad():
+        logits = completion_logits(policy, p_ids, torch.ones_like(p_ids), c_ids, torch.ones_like(c_ids))
+        trainer = token_logprobs(logits.float(), c_ids)[0].cpu()
+    log_ratio = trainer - engine                       # log p_trainer / p_engine per token
+    k3 = (log_ratio.exp() - 1 - log_ratio).mean()
+    return {"mismatch/canary_kl": float(k3),
+            "mismatch/canary_max_abs": float(log_ratio.abs().max())}
 
 
 def _completion(c) -> Completion:

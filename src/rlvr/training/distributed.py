@@ -232,6 +232,46 @@ class FullCopyEngine:
         self.inner.close()
 
 
+class RankZeroEngine:
+    """A `RolloutEngine` whose engine lives on rank 0 only (vLLM servers: one set per job, not one
+    per rank). Rank 0 generates every problem with the call's seed, as a one-process run does,
+    and broadcasts the groups, so every rank returns the same list and the first step's groups are
+    the one-process run's. `load_weights` gathers the full weights (under FSDP2 every rank takes
+    part, into rank 0's unsharded copy `copy_model`), rank 0 pushes them, and the broadcast of
+    its sync metrics is the barrier: no rank samples or trains before the push is done."""
+
+    def __init__(self, make_engine, policy, dp: DataParallel, prompts, copy_model=None):
+        self.dp, self.copy = dp, copy_model
+        self.pad_id, self.vocab_limit = prompts.pad_id, prompts.vocab_limit
+        self.prompts, self.model = prompts, None
+        self.sync_metrics: dict[str, float] = {}
+        self.version = 0
+        if copy_model is not None:
+            load_full_copy(copy_model, every_rank_state(policy))
+        self.inner = make_engine(copy_model if copy_model is not None else policy) if dp.rank == 0 else None
+        dp.barrier()
+
+    def generate(self, problems, n, params, seed):
+        box = [self.inner.generate(problems, n, params, seed) if self.inner is not None else None]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+    def load_weights(self, policy, version: int = 0) -> None:
+        self.version = version
+        if self.copy is not None:
+            load_full_copy(self.copy, every_rank_state(policy))
+            policy = self.copy
+        if self.inner is not None:
+            self.inner.load_weights(unwrap(policy), version)
+        box: list[Any] = [self.inner.sync_metrics if self.inner is not None else None]
+        dist.broadcast_object_list(box, src=0)
+        self.sync_metrics = dict(box[0])
+
+    def close(self) -> None:
+        if self.inner is not None:
+            self.inner.close()
+
+
 def every_rank_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     """The unsharded state dict of an FSDP2 model on every rank (a collective). Not
     `full_model_state`: with `cpu_offload` that returns the state on rank 0 only."""

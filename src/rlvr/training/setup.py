@@ -77,6 +77,10 @@ def check_engine(cfg: Config) -> None:
 
     check_extras(cfg)   # every optional package the config needs, engines and trackers included
     check_launch(cfg, world_from_env()[1])
+    if cfg.rollout.engine == "vllm_server" and not cfg.rollout.vllm_urls:
+        from rlvr.rollout.vllm_launch import server_python
+
+        server_python(cfg.rollout.vllm_python)   # an interpreter with vLLM, or a ConfigError now
 
 
 def build_device(cfg: Config, dp=None):
@@ -121,6 +125,8 @@ def _build_engine(cfg: Config, policy, tokenizer, device=None, dp=None, engine_m
     if r.engine == "vllm":
         from rlvr.rollout.vllm import VLLMEngine
         return VLLMEngine(policy, tokenizer, chat, r.vllm_options, template_text=text)
+    if r.engine == "vllm_server":
+        return _server_engine(cfg, policy, tokenizer, dp, engine_model)
     if r.engine == "ray":
         from rlvr.rollout.ray import RayEngine
         return RayEngine(policy, tokenizer, chat, r.workers, r.ray_address, template_text=text)
@@ -135,6 +141,26 @@ def _build_engine(cfg: Config, policy, tokenizer, device=None, dp=None, engine_m
 
     inner = FullCopyEngine(make, policy, dp, engine_model) if engine_model is not None else make(policy)
     return ShardedEngine(inner, dp)
+
+
+def _server_engine(cfg: Config, policy, tokenizer, dp=None, engine_model=None):
+    """vLLM servers; under torchrun rank 0 alone holds them (`RankZeroEngine`), fed from
+    `engine_model` (FSDP2's unsharded copy) or the policy."""
+    from rlvr.rollout.vllm_servers import VLLMServerEngine
+
+    r, chat, text = cfg.rollout, cfg.model.chat_template, cfg.model.chat_template_text
+
+    def make(model):
+        return VLLMServerEngine(model, tokenizer, chat, r.vllm_servers, r.vllm_python, r.vllm_urls,
+                                r.vllm_options, template_text=text, ray_address=r.ray_address)
+
+    if dp is None:
+        return make(policy)
+    from rlvr.rollout.base import PromptEncoder
+    from rlvr.training.distributed import RankZeroEngine
+
+    prompts = PromptEncoder.for_model(policy, tokenizer, chat, text)
+    return RankZeroEngine(make, policy, dp, prompts, engine_model)
 
 
 def build_sampler(cfg: Config, task, problems: list[Problem]):

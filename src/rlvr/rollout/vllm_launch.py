@@ -1,0 +1,121 @@
+"""Starting vLLM servers (`rlvr.rollout.vllm_server`) as local processes, for `vllm_servers`.
+
+`server_python` picks the interpreter (`rollout.vllm_python`, else this one when it has vLLM, else
+the project's `.venv-vllm`); `server_env` gives a server this environment minus torchrun's
+variables (a server is no rank of the trainer's job), with the trainer's rlvr first on the path.
+`LocalLauncher` is the launcher protocol the engine uses: `spawn` (the process starts loading),
+`ready` (where it listens, or its stderr when it exits first), `kill`, `stop`, `pid`; a launcher
+placing servers elsewhere (Ray) offers the same members.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from rlvr.errors import ConfigError
+
+# torchrun's variables: a server is no rank of the trainer's job (vLLM reads RANK / LOCAL_RANK)
+_RANK_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
+              "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID")
+
+
+def server_python(configured: str = "", roots: tuple[Path, ...] | None = None) -> str:
+    """The server's interpreter: `configured`, else this one when it has vLLM, else the project's
+    `.venv-vllm` under one of `roots` (default: beside the source tree, the working directory)."""
+    import importlib.util
+
+    if configured:
+        if not Path(configured).exists():
+            raise ConfigError(f"rollout.vllm_python: {configured!r} does not exist")
+        return configured
+    if importlib.util.find_spec("vllm") is not None:
+        return sys.executable
+    for root in roots if roots is not None else (Path(__file__).resolve().parents[3], Path.cwd()):
+        candidate = root / ".venv-vllm" / "bin" / "python"
+        if candidate.exists():
+            return str(candidate)
+    raise ConfigError("rollout.engine=vllm_server: no interpreter with vLLM: this one lacks it and no "
+                      ".venv-vllm was found (make venv-vllm, or set rollout.vllm_python)")
+
+
+def server_env(key: str) -> dict[str, str]:
+    """The server's environment: this one without torchrun's variables, rlvr's own source first
+    on the path (the server runs the trainer's rlvr), one thread per op, the key."""
+    from rlvr.rollout.vllm import _CPU_ENV
+
+    env = {k: v for k, v in os.environ.items() if k not in _RANK_VARS}
+    src = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join([src] + [p for p in [env.get("PYTHONPATH", "")] if p])
+    env["OMP_NUM_THREADS"] = "1"   # one thread per server: N servers share the cores, not N² threads
+    env["RLVR_VLLM_AUTHKEY"] = key
+    return {**_CPU_ENV, **env}
+
+
+class LocalLauncher:
+    """Starts servers as child processes of this one; `start` returns (host, port, handle)."""
+
+    def __init__(self, python: str, key: str, host: str = "127.0.0.1"):
+        self.python, self.env, self.key, self.host = python, server_env(key), bytes.fromhex(key), host
+
+    def spawn(self, model_dir: str, options: dict):
+        """Start a server process (it loads its model meanwhile); `ready` waits for it."""
+        import subprocess
+
+        cmd = [self.python, "-m", "rlvr.rollout.vllm_server", "--model", model_dir,
+               "--host", self.host, "--options", json.dumps(options), "--exit-with-parent"]
+        return subprocess.Popen(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
+
+    def ready(self, proc) -> tuple[str, int]:
+        """Where the spawned server listens, once it does (an error with its stderr if it exits)."""
+        try:
+            ready = _ready_line(proc)
+        except BaseException:
+            self.kill(proc)
+            raise
+        if ready is None:
+            err = proc.stderr.read()[-3000:] if proc.stderr else ""
+            proc.wait()
+            raise RuntimeError(f"vLLM server ({' '.join(proc.args[:3])}) exited with {proc.returncode} "
+                               f"before it listened:\n{err}")
+        _drain(proc.stdout)
+        _drain(proc.stderr)
+        return self.host, int(ready["port"])
+
+    def pid(self, handle) -> int:
+        return handle.pid
+
+    def kill(self, handle) -> None:
+        if handle.poll() is None:
+            handle.kill()
+        handle.wait()
+
+    def stop(self, handle) -> None:
+        import subprocess
+
+        try:
+            handle.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            handle.kill()
+            handle.wait()
+
+
+def _ready_line(proc) -> dict | None:
+    """The server's ready line (vLLM logs to stdout too), or None when it exits first."""
+    from rlvr.rollout.vllm_server import READY
+
+    for line in proc.stdout:
+        if line.startswith(READY):
+            return json.loads(line[len(READY):])
+    return None
+
+
+def _drain(stream) -> None:
+    """Read a child's stderr in the background, so a chatty server never blocks on a full pipe."""
+    import threading
+
+    if stream is not None:
+        threading.Thread(target=lambda: [None for _ in stream], daemon=True).start()

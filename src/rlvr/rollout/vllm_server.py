@@ -1,0 +1,151 @@
+"""`python -m rlvr.rollout.vllm_server`: one vLLM engine in a process of its own, served on a socket.
+
+Run by `rollout.engine: vllm_server` (`vllm_servers.VLLMServerEngine` starts one per server, with
+the interpreter of `rollout.vllm_python`, so the trainer's environment need not hold vLLM), or by
+hand for `rollout.vllm_urls`. It holds `vllm.LLM` in-process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`)
+with the `vllm_worker.WeightSync` extension, listens with `multiprocessing.connection` on
+--host/--port (port 0: any free port) and authenticates clients with the key in the environment
+variable RLVR_VLLM_AUTHKEY (hex). Once it listens it prints `READY` and JSON {"port": ..., "pid": ...}
+on a line of stdout.
+
+Requests are dicts, one client at a time, each answered with a dict ("error": the server's
+traceback, when one fails; the server keeps serving):
+- {"op": "load", "path": P, "version": v}: load the safetensors file P (`rlvr_load_file`), reset the
+  prefix cache, take `v` as the policy version; answers the tensor count and their `state_hash`.
+- {"op": "generate", "prompts": [[ids]], "seeds": [...], "n", "temperature", "top_p", "top_k",
+  "max_tokens", "allowed"}: one request per prompt with its own seed; answers "outputs", per prompt
+  n (token ids, behaviour log-probs, finish reason, text), and "version", the version of the
+  weights that sampled them, which the client checks (a stale server is never used silently).
+- {"op": "score", "ids": [...], "start": k}: temperature-1 log-probs of ids[k:] (the canary).
+- {"op": "ping"}: version and pid; {"op": "stop"}: answers, then the process exits.
+Behaviour log-probs are vLLM's `processed_logprobs`, as in the in-process engine (`rollout.vllm`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+
+READY = "rlvr-vllm-server ready "   # then JSON; vLLM's own log lines go to stdout as well
+
+
+def _serve(llm, conn, state: dict) -> bool:
+    """Answer the requests on `conn` until it closes (False) or a stop request (True)."""
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            return False
+        op = request.get("op")
+        try:
+            reply = _OPS[op](llm, request, state) if op in _OPS else {"error": f"unknown op {op!r}"}
+        except Exception:  # the client gets the traceback; the server keeps its engine
+            reply = {"error": traceback.format_exc()}
+        conn.send(reply)
+        if op == "stop":
+            return True
+
+
+def _load(llm, request: dict, state: dict) -> dict:
+    ((count, digest),) = llm.collective_rpc("rlvr_load_file", args=(request["path"],))
+    llm.reset_prefix_cache()
+    state["version"] = int(request["version"])
+    return {"version": state["version"], "tensors": count, "hash": digest}
+
+
+def _generate(llm, request: dict, state: dict) -> dict:
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    sampling = [SamplingParams(n=request["n"], temperature=request["temperature"], top_p=request["top_p"],
+                               top_k=request["top_k"], logprobs=0, max_tokens=request["max_tokens"],
+                               seed=seed, allowed_token_ids=request["allowed"])
+                for seed in request["seeds"]]
+    outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in request["prompts"]], sampling,
+                        use_tqdm=False)
+    outputs = [[_sample(c) for c in out.outputs] for out in outs]
+    return {"version": state["version"], "outputs": outputs}
+
+
+def _sample(c) -> tuple[list[int], list[float], str, str]:
+    ids = list(c.token_ids)
+    logprobs = [float(step[t].logprob) for t, step in zip(ids, c.logprobs or [])]
+    return ids, logprobs, "length" if c.finish_reason == "length" else "stop", c.text
+
+
+def _score(llm, request: dict, state: dict) -> dict:
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    ids, start = request["ids"], request["start"]
+    out = llm.generate([TokensPrompt(prompt_token_ids=ids)],
+                       SamplingParams(max_tokens=1, prompt_logprobs=0, temperature=1.0), use_tqdm=False)[0]
+    return {"version": state["version"],
+            "logprobs": [float(out.prompt_logprobs[i][ids[i]].logprob) for i in range(start, len(ids))]}
+
+
+def _ping(llm, request: dict, state: dict) -> dict:
+    return {"version": state["version"], "pid": os.getpid()}
+
+
+_OPS = {"load": _load, "generate": _generate, "score": _score, "ping": _ping, "stop": _ping}
+
+
+def _watch_parent(parent: int) -> None:
+    """Exit as soon as `parent` is no longer this process's parent (it died; we were re-parented)."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(3)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def main(argv: list[str] | None = None) -> int:
+    from multiprocessing.connection import Listener
+    from multiprocessing import AuthenticationError
+
+    from rlvr.rollout.vllm import _CPU_ENV
+
+    ap = argparse.ArgumentParser(prog="python -m rlvr.rollout.vllm_server")
+    ap.add_argument("--model", required=True, help="a Hugging Face checkpoint directory")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--options", default="{}", help="JSON: keyword arguments to vllm.LLM")
+    ap.add_argument("--exit-with-parent", action="store_true",
+                    help="exit when the process that started this one is gone (a trainer killed with -9)")
+    args = ap.parse_args(argv)
+    if args.exit_with_parent:
+        _watch_parent(os.getppid())
+    key = os.environ.get("RLVR_VLLM_AUTHKEY", "")
+    if not key:
+        print("RLVR_VLLM_AUTHKEY is not set (hex bytes that clients must present)", file=sys.stderr)
+        return 2
+    for name, value in _CPU_ENV.items():
+        os.environ.setdefault(name, value)
+    from vllm import LLM
+
+    kwargs = {"enforce_eager": True, "seed": 0, "logprobs_mode": "processed_logprobs",
+              "worker_extension_cls": "rlvr.rollout.vllm_worker.WeightSync", **json.loads(args.options)}
+    llm = LLM(model=args.model, **kwargs)
+    listener = Listener((args.host, args.port), authkey=bytes.fromhex(key))
+    print(READY + json.dumps({"port": listener.address[1], "pid": os.getpid()}), flush=True)
+    state = {"version": 0}
+    while True:
+        try:
+            conn = listener.accept()
+        except (AuthenticationError, OSError):   # a client with the wrong key is turned away
+            continue
+        with conn:
+            if _serve(llm, conn, state):
+                return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
