@@ -12,6 +12,11 @@ from rlvr.models import fused_llama
 torch.set_num_threads(1)
 
 
+@pytest.fixture(autouse=True)
+def short_prompts_share(monkeypatch):
+    monkeypatch.setattr(fused_llama, "SHARED_PROMPT_MIN_TOKENS", 0)   # the prompts here are 3-7 tokens
+
+
 def _model(kv_heads: int):
     torch.manual_seed(0)
     cfg = LlamaConfig(vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
@@ -75,3 +80,14 @@ def test_bf16_matrices_agree_with_the_whole_rows_in_bf16():
     whole, _ = _logits_and_grads(model, share=False, dtype=torch.bfloat16)
     shared, _ = _logits_and_grads(model, share=True, dtype=torch.bfloat16)
     assert (shared - whole).abs().max() < 0.05
+
+
+def test_short_prompts_run_whole_rows(monkeypatch):
+    # the built-in tiny model's prompts: the whole-row path, so its runs keep their old numerics
+    monkeypatch.setattr(fused_llama, "SHARED_PROMPT_MIN_TOKENS", 8)
+    rows = []
+    real = fused_llama.run_layers
+    monkeypatch.setattr(fused_llama, "run_layers",
+                        lambda w, h, *a: rows.append(tuple(h.shape[:2])) or real(w, h, *a))
+    _logits_and_grads(_model(2), share=True)
+    assert rows == [(9, 13)]

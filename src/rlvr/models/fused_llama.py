@@ -196,15 +196,21 @@ def prefix_mask(mask: torch.Tensor) -> torch.Tensor:
     return (causal & mask.bool()[:, None, None, :]) | torch.eye(t, dtype=torch.bool)
 
 
+# Below this prompt width the second pass over the layers costs more framework time than the prompt
+# arithmetic it saves (the built-in tiny model's 9-token prompts); SmolLM2's chat prompts are 54-70.
+SHARED_PROMPT_MIN_TOKENS = 32
+
+
 def completion_logits(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor,
                       completion_ids: torch.Tensor, completion_mask: torch.Tensor,
                       dtype: torch.dtype = torch.float32, share_prompts: bool = True) -> torch.Tensor:
     """Logits that predict each completion token, [B, Tc, V] float32 (as `policy.completion_logits`).
 
     With `share_prompts`, rows that share a prompt (a GRPO group's G completions) run that prompt
-    once (`_shared_prompt`); the logits are the same up to float rounding."""
+    once (`_shared_prompt`) when prompts are at least `SHARED_PROMPT_MIN_TOKENS` wide; the logits
+    are the same up to float rounding."""
     w = Weights(model, dtype)
-    if share_prompts:
+    if share_prompts and prompt_ids.shape[1] >= SHARED_PROMPT_MIN_TOKENS:
         prompts, masks, inverse = _distinct_prompts(prompt_ids, prompt_mask)
         if prompts.shape[0] < prompt_ids.shape[0]:
             return _shared_prompt(w, prompts, masks, inverse, completion_ids, completion_mask)
