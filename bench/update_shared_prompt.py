@@ -13,19 +13,16 @@ tokens it processed (the arithmetic a dense forward + backward needs), with the 
 from __future__ import annotations
 
 import argparse
-import platform
+import os
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
 
-
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or "unknown CPU"
+sys.path.insert(0, str(Path(__file__).parent))
+from stages import cpu_name  # noqa: E402
 
 
 def _batch(model, tok, groups: int, max_new: int, bf16: bool):
@@ -84,7 +81,8 @@ def main() -> None:
     for _ in range(args.repeats):
         for share in (False, True):
             times[share].append(_step(model, batch, share, dtype, args.micro_batch_tokens))
-    print(f"CPU: {_cpu_name()}; bf16 native: {bf16}; torch threads 1; {len(batch)} rows, prompt tokens "
+    print(f"CPU: {cpu_name()}; bf16 native: {bf16}; torch threads 1; load {os.getloadavg()[0]:.2f}; "
+          f"{len(batch)} rows, prompt tokens "
           f"{prompt_tokens}, completion tokens {completion_tokens}, "
           f"micro-batches of {args.micro_batch_tokens}")
     for share, tokens in ((False, prompt_tokens + completion_tokens), (True, shared_tokens)):
