@@ -94,14 +94,18 @@ def _ping(llm, request: dict, state: dict) -> dict:
 _OPS = {"load": _load, "generate": _generate, "score": _score, "ping": _ping, "stop": _ping}
 
 
-def _watch_parent(parent: int) -> None:
-    """Exit as soon as `parent` is no longer this process's parent (it died; we were re-parented)."""
+def _watch_parent(parent: int, remove: str = "") -> None:
+    """Exit as soon as `parent` is no longer this process's parent (it died; we were re-parented),
+    removing the directory `remove` first when one is given."""
+    import shutil
     import threading
     import time
 
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(1.0)
+        if remove:   # every server of the trainer may try: whichever runs first removes it
+            shutil.rmtree(remove, ignore_errors=True)
         os._exit(3)
 
     threading.Thread(target=watch, daemon=True).start()
@@ -120,9 +124,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--options", default="{}", help="JSON: keyword arguments to vllm.LLM")
     ap.add_argument("--exit-with-parent", action="store_true",
                     help="exit when the process that started this one is gone (a trainer killed with -9)")
+    ap.add_argument("--remove-when-orphaned", default="", metavar="DIR",
+                    help="with --exit-with-parent: remove DIR (the trainer's weight files in shared "
+                         "memory, which a trainer killed with -9 leaves behind) before exiting")
     args = ap.parse_args(argv)
     if args.exit_with_parent:
-        _watch_parent(os.getppid())
+        _watch_parent(os.getppid(), args.remove_when_orphaned)
     key = os.environ.get("RLVR_VLLM_AUTHKEY", "")
     if not key:
         print("RLVR_VLLM_AUTHKEY is not set (hex bytes that clients must present)", file=sys.stderr)
