@@ -12,6 +12,10 @@ Requests are dicts, one client at a time, each answered with a dict ("error": th
 traceback, when one fails; the server keeps serving):
 - {"op": "load", "path": P, "version": v}: load the safetensors file P (`rlvr_load_file`), reset the
   prefix cache, take `v` as the policy version; answers the tensor count and their `state_hash`.
+- {"op": "nccl_init", "host", "port", "rank", "world"}: join the trainer's NCCL group as `rank`;
+  {"op": "nccl_load", "meta": [(name, dtype, shape)], "version": v}: receive those tensors by
+  broadcast from rank 0 and load them, answering as "load" (`vllm_transport.NcclTransport`:
+  written for GPUs, unverified).
 - {"op": "generate", "prompts": [[ids]], "seeds": [...], "n", "temperature", "top_p", "top_k",
   "max_tokens", "allowed"}: one request per prompt with its own seed; answers "outputs", per prompt
   n (token ids, behaviour log-probs, finish reason, text), and "version", the version of the
@@ -56,6 +60,19 @@ def _load(llm, request: dict, state: dict) -> dict:
     return {"version": state["version"], "tensors": count, "hash": digest}
 
 
+def _nccl_init(llm, request: dict, state: dict) -> dict:
+    llm.collective_rpc("rlvr_nccl_init", args=(request["host"], request["port"], request["rank"],
+                                               request["world"]))
+    return {"version": state["version"]}
+
+
+def _nccl_load(llm, request: dict, state: dict) -> dict:
+    ((count, digest),) = llm.collective_rpc("rlvr_nccl_load", args=(request["meta"],))
+    llm.reset_prefix_cache()
+    state["version"] = int(request["version"])
+    return {"version": state["version"], "tensors": count, "hash": digest}
+
+
 def _generate(llm, request: dict, state: dict) -> dict:
     from vllm import SamplingParams
     from vllm.inputs import TokensPrompt
@@ -91,7 +108,8 @@ def _ping(llm, request: dict, state: dict) -> dict:
     return {"version": state["version"], "pid": os.getpid()}
 
 
-_OPS = {"load": _load, "generate": _generate, "score": _score, "ping": _ping, "stop": _ping}
+_OPS = {"load": _load, "nccl_init": _nccl_init, "nccl_load": _nccl_load, "generate": _generate,
+        "score": _score, "ping": _ping, "stop": _ping}
 
 
 def _watch_parent(parent: int, remove: str = "") -> None:
