@@ -58,10 +58,11 @@ class LocalLauncher:
     """Starts servers as child processes of this one; `start` returns (host, port, handle).
 
     Each server exits when this process is gone (`--exit-with-parent`), and with `owns_files` (the
-    trainer's own launcher) removes the directory holding the model directory first: a trainer
-    killed with -9 leaves neither a server nor its weight files in shared memory behind."""
+    engine's launcher, whose model directory lies in a temporary directory of its own) removes the
+    directory holding the model directory first: a trainer killed with -9 leaves neither a server
+    nor its weight files in shared memory behind."""
 
-    def __init__(self, python: str, key: str, host: str = "127.0.0.1", owns_files: bool = True):
+    def __init__(self, python: str, key: str, host: str = "127.0.0.1", owns_files: bool = False):
         self.python, self.env, self.key, self.host = python, server_env(key), bytes.fromhex(key), host
         self.owns_files = owns_files
 

@@ -29,7 +29,7 @@ class ServerHost:
         # the server's parent is this actor, not the trainer, and the weight files are on the
         # trainer's node: they are the trainer's to remove
         host = ray.util.get_node_ip_address()
-        self.launcher, self.proc = LocalLauncher(python, key, host, owns_files=False), cast(Any, None)
+        self.launcher, self.proc = LocalLauncher(python, key, host), cast(Any, None)
 
     def start(self, model_dir: str, options: dict) -> tuple[str, int, int]:
         self.proc = self.launcher.spawn(model_dir, options)

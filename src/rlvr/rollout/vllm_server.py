@@ -7,6 +7,9 @@ with the `vllm_worker.WeightSync` extension, listens with `multiprocessing.conne
 --host/--port (port 0: any free port) and authenticates clients with the key in the environment
 variable RLVR_VLLM_AUTHKEY (hex). Once it listens it prints `READY` and JSON {"port": ..., "pid": ...}
 on a line of stdout.
+With --exit-with-parent (the engine's servers) it exits within a second of its parent's death,
+kill -9 included, first removing --remove-when-orphaned DIR (the engine's weight files in shared
+memory, which a killed trainer cannot remove).
 
 Requests are dicts, one client at a time, each answered with a dict ("error": the server's
 traceback, when one fails; the server keeps serving):

@@ -328,7 +328,7 @@ def _launcher(python: str, servers: int, ray_address: str):
     started here)."""
     key = secrets.token_hex(16)
     if not ray_address:
-        return LocalLauncher(python, key)
+        return LocalLauncher(python, key, owns_files=True)   # the engine's own temporary directory
     from rlvr.rollout.vllm_ray import RayLauncher
 
     return RayLauncher(python, key, servers, ray_address)
