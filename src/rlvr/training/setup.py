@@ -81,6 +81,12 @@ def check_engine(cfg: Config) -> None:
         from rlvr.rollout.vllm_launch import server_python
 
         server_python(cfg.rollout.vllm_python)   # an interpreter with vLLM, or a ConfigError now
+    if cfg.rollout.vllm_transport == "nccl":
+        import torch
+
+        if cfg.rollout.engine != "vllm_server" or not torch.cuda.is_available():
+            raise ConfigError("rollout.vllm_transport=nccl: needs rollout.engine=vllm_server and CUDA on "
+                              "the trainer (NCCL broadcasts GPU tensors; this machine has none: use shm)")
 
 
 def build_device(cfg: Config, dp=None):
@@ -152,7 +158,8 @@ def _server_engine(cfg: Config, policy, tokenizer, dp=None, engine_model=None):
 
     def make(model):
         return VLLMServerEngine(model, tokenizer, chat, r.vllm_servers, r.vllm_python, r.vllm_urls,
-                                r.vllm_options, template_text=text, ray_address=r.ray_address)
+                                r.vllm_options, template_text=text, ray_address=r.ray_address,
+                                transport=r.vllm_transport)
 
     if dp is None:
         return make(policy)
