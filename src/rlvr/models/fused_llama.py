@@ -181,11 +181,13 @@ def eager_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     attention itself at decode time).
     """
     b, nh, tq, hd = q.shape
-    nk, tk = k.shape[1], k.shape[2]
+    nk = k.shape[1]
     groups = nh // nk
-    scores = (q.reshape(b, nk, groups * tq, hd) @ k.transpose(-1, -2)).float() * hd ** -0.5
-    scores = scores.view(b, nk, groups, tq, tk).masked_fill(~allowed[:, :, None], float("-inf"))
-    probs = scores.softmax(-1).view(b, nk, groups * tq, tk)
+    # scale and mask in place (neither op's backward reads its input or output): the same values
+    # as out-of-place ops, two [B, K, G·Tq, Tk] float32 tensors fewer per layer
+    scores = (q.reshape(b, nk, groups * tq, hd) @ k.transpose(-1, -2)).float().mul_(hd ** -0.5)
+    blocked = ~allowed if groups == 1 else ~allowed.repeat(1, 1, groups, 1)   # query g·Tq + t is t's row
+    probs = scores.masked_fill_(blocked, float("-inf")).softmax(-1)
     return (probs.to(v.dtype) @ v).view(b, nh, tq, hd)
 
 
@@ -210,6 +212,25 @@ def completion_logits(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor
     once (`_shared_prompt`) when prompts are at least `SHARED_PROMPT_MIN_TOKENS` wide; the logits
     are the same up to float rounding."""
     w = Weights(model, dtype)
+    return logits(w, _predicting(w, prompt_ids, prompt_mask, completion_ids, completion_mask, share_prompts))
+
+
+def completion_head_inputs(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor,
+                           completion_ids: torch.Tensor, completion_mask: torch.Tensor,
+                           dtype: torch.dtype = torch.float32,
+                           share_prompts: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """(hidden [N, d], head [V, d]), both in `dtype`: the LM head's input at the N real completion
+    tokens only (`completion_mask`'s ones, row by row), after the final norm, and its weight.
+    `hidden @ head.T` are the rows of `completion_logits` at those tokens: padding never reaches
+    the head or the softmax over the vocabulary."""
+    w = Weights(model, dtype)
+    h = _predicting(w, prompt_ids, prompt_mask, completion_ids, completion_mask, share_prompts)
+    return w.norm(h[completion_mask.bool()], w.final_norm), w.lm_head
+
+
+def _predicting(w: Weights, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, completion_ids: torch.Tensor,
+                completion_mask: torch.Tensor, share_prompts: bool) -> torch.Tensor:
+    """The float32 residual stream [B, Tc, d] at the positions that predict each completion token."""
     if share_prompts and prompt_ids.shape[1] >= SHARED_PROMPT_MIN_TOKENS:
         prompts, masks, inverse = _distinct_prompts(prompt_ids, prompt_mask)
         if prompts.shape[0] < prompt_ids.shape[0]:
@@ -222,7 +243,7 @@ def completion_logits(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor
     h = run_layers(w, F.embedding(ids, w.embed, w.padding_idx).float(), cos[pos][:, None], sin[pos][:, None],
                    lambda _, q, k, v: eager_attention(q, k, v, allowed))
     tc = completion_ids.shape[1]
-    return logits(w, h[:, -tc - 1:-1])
+    return h[:, -tc - 1:-1]
 
 
 def _distinct_prompts(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor):
@@ -235,7 +256,7 @@ def _distinct_prompts(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor):
 
 def _shared_prompt(w: "Weights", prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, inverse: torch.Tensor,
                    completion_ids: torch.Tensor, completion_mask: torch.Tensor) -> torch.Tensor:
-    """`completion_logits` with each distinct prompt [U, Tp] run once: its keys and values (and the
+    """`_predicting` with each distinct prompt [U, Tp] run once: its keys and values (and the
     hidden state that predicts the first completion token) are gathered for the rows `inverse`
     names. Exact, not an approximation: a prompt position never attends to a completion, so its
     activations are the same in every row, and autograd sums each row's gradient through the
@@ -250,8 +271,12 @@ def _shared_prompt(w: "Weights", prompt_ids: torch.Tensor, prompt_mask: torch.Te
         keys.append((k, v))
         return eager_attention(q, k, v, p_allowed)
 
-    h_p = run_layers(w, F.embedding(prompt_ids, w.embed, w.padding_idx).float(), cos[p_pos][:, None],
-                     sin[p_pos][:, None], attend_prompt)
+    # one embedding lookup for prompts and completions: its backward builds one dense [V, d]
+    # gradient, not two
+    e_p, e_c = F.embedding(torch.cat([prompt_ids.flatten(), completion_ids.flatten()]), w.embed,
+                           w.padding_idx).float().split([prompt_ids.numel(), completion_ids.numel()])
+    h_p = run_layers(w, e_p.view(*prompt_ids.shape, -1), cos[p_pos][:, None], sin[p_pos][:, None],
+                     attend_prompt)
     b, tc = completion_ids.shape
     seen = prompt_mask.bool()[inverse][:, None, None, :].expand(b, 1, tc, prompt_mask.shape[1])
     c_allowed = torch.cat([seen, prefix_mask(completion_mask)], dim=-1)
@@ -260,9 +285,8 @@ def _shared_prompt(w: "Weights", prompt_ids: torch.Tensor, prompt_mask: torch.Te
         pk, pv = keys[i]
         return eager_attention(q, torch.cat([pk[inverse], k], 2), torch.cat([pv[inverse], v], 2), c_allowed)
 
-    h_c = run_layers(w, F.embedding(completion_ids, w.embed, w.padding_idx).float(), cos[c_pos][:, None],
-                     sin[c_pos][:, None], attend_completion)
-    return logits(w, torch.cat([h_p[inverse, -1:], h_c[:, :-1]], dim=1))
+    h_c = run_layers(w, e_c.view(b, tc, -1), cos[c_pos][:, None], sin[c_pos][:, None], attend_completion)
+    return torch.cat([h_p[inverse, -1:], h_c[:, :-1]], dim=1)
 
 
 class WeightCache:
