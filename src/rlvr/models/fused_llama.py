@@ -165,10 +165,35 @@ def logits(w: Weights, h: torch.Tensor) -> torch.Tensor:
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Rotary embedding in float32 (as transformers does), returned in x's dtype."""
-    xf = x.float()
-    half = xf.shape[-1] // 2
-    rotated = torch.cat([-xf[..., half:], xf[..., :half]], dim=-1)
-    return (xf * cos + rotated * sin).to(x.dtype)
+    return _Rotary.apply(x, cos, sin)
+
+
+def _half_turn(x: torch.Tensor, sign: float) -> torch.Tensor:
+    """cat(−x₂, x₁) (sign −1, the rotation) or cat(x₂, −x₁) (sign +1, its transpose) of x's halves."""
+    half = x.shape[-1] // 2
+    first, second = (-x[..., half:], x[..., :half]) if sign < 0 else (x[..., half:], -x[..., :half])
+    return torch.cat([first, second], dim=-1)
+
+
+class _Rotary(torch.autograd.Function):
+    """x·cos + rot(x)·sin with its backward written out: the same float32 values, forward and
+    backward, as autograd through those ops (each gradient element is the same two-term sum; the
+    slices' zero-filled gradients only ever add 0), with fewer full-size temporaries in both."""
+
+    @staticmethod
+    def forward(ctx, x, cos, sin):
+        xf = x.float()
+        out = xf * cos
+        out.add_(_half_turn(xf, -1.0).mul_(sin))
+        ctx.save_for_backward(cos, sin)
+        ctx.dtype = x.dtype
+        return out.to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        cos, sin = ctx.saved_tensors
+        g = grad.float()
+        return (g * cos).add_(_half_turn(g * sin, 1.0)).to(ctx.dtype), None, None
 
 
 def eager_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
