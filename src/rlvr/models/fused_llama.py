@@ -153,9 +153,11 @@ def run_layers(w: Weights, h: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
         qk, v = w.linear(w.norm(h, layer.norm1), layer.wqkv, layer.bqkv).split([(nh + nk) * hd, nk * hd], -1)
         q, k = _rotate(qk.view(b, t, nh + nk, hd).transpose(1, 2), cos, sin).split([nh, nk], 1)
         o = attend(i, q, k, v.view(b, t, nk, hd).transpose(1, 2))
-        h = h + w.linear(o.transpose(1, 2).reshape(b, t, nh * hd), layer.wo, layer.bo).float()
+        # float32 + bf16 adds in float32 (the bf16 operand converted exactly on the fly): the values
+        # of `h + x.float()`, and the backward casts the gradient to bf16 once either way
+        h = h + w.linear(o.transpose(1, 2).reshape(b, t, nh * hd), layer.wo, layer.bo)
         gate, up = w.linear(w.norm(h, layer.norm2), layer.wgu, layer.bgu).chunk(2, -1)
-        h = h + w.linear(F.silu(gate) * up, layer.wdown, layer.bdown).float()
+        h = h + w.linear(F.silu(gate) * up, layer.wdown, layer.bdown)
     return h
 
 
@@ -182,9 +184,9 @@ class _Rotary(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, cos, sin):
-        xf = x.float()
-        out = xf * cos
-        out.add_(_half_turn(xf, -1.0).mul_(sin))
+        # bf16 x times float32 tables multiplies in float32 (x converted exactly): no float copy of x
+        out = x * cos
+        out.add_(_half_turn(x, -1.0) * sin)
         ctx.save_for_backward(cos, sin)
         ctx.dtype = x.dtype
         return out.to(x.dtype)
