@@ -1,9 +1,13 @@
 """The fused stack's rotary embedding (a hand-written backward) and attention (scale and mask in
 place) give bit for bit the values and gradients of the plain out-of-place formulas, in float32
-and with bf16 inputs, for grouped-query and plain attention."""
+and with bf16 inputs, for grouped-query and plain attention; its RMSNorm the bits of `F.rms_norm`
+and autograd's gradients to float rounding."""
+
+import types
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from rlvr.models import fused_llama
 
@@ -57,3 +61,16 @@ def test_attention_is_bit_identical_to_the_plain_formula(dtype, heads):
     plain = _value_and_grads(lambda *a: _plain_attention(*a, allowed), (q, k, v), 3)
     assert all(torch.equal(a, b) for a, b in zip(ours, plain))
     assert ours[1].abs().max() > 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rms_norm_gives_the_bits_of_f_rms_norm_and_autograds_gradients(dtype):
+    g = torch.Generator().manual_seed(2)
+    h, weight = torch.randn(3, 5, 16, generator=g) * 3, torch.randn(16, generator=g)
+
+    w = types.SimpleNamespace(eps=1e-5, dtype=dtype)   # the two attributes `Weights.norm` reads
+    ours = _value_and_grads(lambda x, wt: fused_llama.Weights.norm(w, x, wt), (h, weight), 2)
+    plain = _value_and_grads(lambda x, wt: F.rms_norm(x, (16,), wt, 1e-5).to(dtype), (h, weight), 2)
+    assert ours[0].dtype == dtype and torch.equal(ours[0], plain[0])
+    for a, b in zip(ours[1:], plain[1:]):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)

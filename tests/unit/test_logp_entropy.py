@@ -104,6 +104,7 @@ def test_padding_columns_of_the_call_never_reach_the_layers(monkeypatch):
     model, _ = build_model(seed=3, hidden=32, layers=2, heads=4, mlp=64)
     widths = []
     real = fused_llama.run_layers
-    monkeypatch.setattr(fused_llama, "run_layers", lambda w, h, *a: widths.append(h.shape[1]) or real(w, h, *a))
+    monkeypatch.setattr(fused_llama, "run_layers",
+                        lambda w, h, *a: widths.append(h.shape[1]) or real(w, h, *a))
     forward.choose(model, Compute(), False)(_batch(model.config.vocab_size, pad=3), 1.0)
     assert widths == [6 + 7]   # 3 prompt and 3 completion columns of padding cut; short prompts: whole rows

@@ -24,6 +24,8 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
+from rlvr.models.fused_ops import RMSNorm, Rotary
+
 _ARCHITECTURES = ("llama", "qwen2")
 
 
@@ -118,7 +120,7 @@ class Weights:
         return cos[0].float(), sin[0].float()
 
     def norm(self, h: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        return F.rms_norm(h, h.shape[-1:], weight, self.eps).to(self.dtype)
+        return RMSNorm.apply(h, weight, self.eps, self.dtype)
 
 
 def _packable(dtype: torch.dtype, like: torch.Tensor) -> bool:
@@ -167,35 +169,7 @@ def logits(w: Weights, h: torch.Tensor) -> torch.Tensor:
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Rotary embedding in float32 (as transformers does), returned in x's dtype."""
-    return _Rotary.apply(x, cos, sin)
-
-
-def _half_turn(x: torch.Tensor, sign: float) -> torch.Tensor:
-    """cat(−x₂, x₁) (sign −1, the rotation) or cat(x₂, −x₁) (sign +1, its transpose) of x's halves."""
-    half = x.shape[-1] // 2
-    first, second = (-x[..., half:], x[..., :half]) if sign < 0 else (x[..., half:], -x[..., :half])
-    return torch.cat([first, second], dim=-1)
-
-
-class _Rotary(torch.autograd.Function):
-    """x·cos + rot(x)·sin with its backward written out: the same float32 values, forward and
-    backward, as autograd through those ops (each gradient element is the same two-term sum; the
-    slices' zero-filled gradients only ever add 0), with fewer full-size temporaries in both."""
-
-    @staticmethod
-    def forward(ctx, x, cos, sin):
-        # bf16 x times float32 tables multiplies in float32 (x converted exactly): no float copy of x
-        out = x * cos
-        out.add_(_half_turn(x, -1.0) * sin)
-        ctx.save_for_backward(cos, sin)
-        ctx.dtype = x.dtype
-        return out.to(x.dtype)
-
-    @staticmethod
-    def backward(ctx, grad):
-        cos, sin = ctx.saved_tensors
-        g = grad.float()
-        return (g * cos).add_(_half_turn(g * sin, 1.0)).to(ctx.dtype), None, None
+    return Rotary.apply(x, cos, sin)
 
 
 def eager_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
