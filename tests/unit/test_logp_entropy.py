@@ -108,3 +108,11 @@ def test_padding_columns_of_the_call_never_reach_the_layers(monkeypatch):
                         lambda w, h, *a: widths.append(h.shape[1]) or real(w, h, *a))
     forward.choose(model, Compute(), False)(_batch(model.config.vocab_size, pad=3), 1.0)
     assert widths == [6 + 7]   # 3 prompt and 3 completion columns of padding cut; short prompts: whole rows
+
+
+def test_a_call_without_real_tokens_still_backpropagates():
+    logits = torch.randn(0, 300, requires_grad=True)
+    logp, entropy = logp_entropy(logits, torch.zeros(0, dtype=torch.long), 0.7)
+    assert logp.shape == entropy.shape == (0,)
+    (logp.sum() + entropy.sum()).backward()   # a micro-batch of empty completions: no error, zero gradient
+    assert logits.grad.shape == logits.shape

@@ -63,7 +63,7 @@ class _LogpEntropy(torch.autograd.Function):
 def logp_entropy(logits: Tensor, tokens: Tensor, temperature: float = 1.0) -> tuple[Tensor, Tensor]:
     """(log π(token) [N], entropy [N]) under softmax(logits / temperature), logits [N, V] in any
     float dtype (computed in float32), tokens [N] int64."""
-    if logits.shape[0] == 0:
-        empty = logits.new_zeros(0, dtype=torch.float32)
-        return empty, empty
+    if logits.shape[0] == 0:   # no real token here: empty results, still on the graph (backward works)
+        empty = logits.float().sum(-1)
+        return empty, empty * 0
     return _LogpEntropy.apply(logits, tokens, temperature)

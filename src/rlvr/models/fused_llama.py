@@ -5,8 +5,10 @@ dispatch, cache objects, mask building), and under bf16 autocast PyTorch's CPU f
 backward is slower than the rest of the model together. This module reads the weights of a
 `LlamaForCausalLM` (or `Qwen2ForCausalLM`) as they are, concatenates q/k/v and gate/up into single
 matrices (differentiably: gradients reach the model's own parameters), and runs the model as a
-handful of tensor ops: `Decoder` with a preallocated KV cache for sampling, `completion_logits` for
-the training forward (attention as two matmuls and a float32 softmax, as transformers' eager path).
+handful of tensor ops: `Decoder` with a preallocated KV cache for sampling, `completion_logits`
+(and `completion_head_inputs`, the LM head's input at the real completion tokens only) for the
+training forward (attention as two matmuls and a float32 softmax, as transformers' eager path;
+RMSNorm and rotary with their backward written out, `fused_ops`).
 
 Guaranteed: the same computation as the Hugging Face forward (RMSNorm, rotary embeddings from the
 model's own `rotary_emb`, grouped-query attention, SwiGLU MLP, biases where present), so logits
