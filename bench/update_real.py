@@ -13,10 +13,11 @@ clip 0.2, one optimizer step, bf16 matrices where the CPU computes bf16 natively
 batches of at most `--micro-batch-tokens` padded tokens.
 
 The floor: 6 x P x T FLOPs, P the parameters that multiply (every linear layer, the tied output layer
-once), T the real (unpadded) prompt + completion tokens of the rows trained, at the matmul rate
-measured in the same run: forward and backward (input and weight gradients) of every linear layer
-at one micro-batch's token count, in the update's dtype. Update and rate measurement alternate,
-repeat by repeat; medians. Peak RSS is sampled every 20 ms while each part runs.
+once), T the real (unpadded) prompt + completion tokens of the rows trained (and, stricter, T = the
+completion tokens only, the ones that carry loss), at the matmul rate measured in the same run:
+forward and backward (input and weight gradients) of every linear layer at one micro-batch's token
+count, in the update's dtype. Update and rate measurement alternate, repeat by repeat; medians.
+Peak RSS is sampled every 20 ms while each part runs.
 """
 
 from __future__ import annotations
@@ -105,11 +106,13 @@ def main(argv=None) -> dict:
     rss.turn = "sample"
     batch = sample_batch(model, tokenizer, args, autocast)
     real = int(batch.prompt_mask.sum() + batch.completion_mask.sum())
+    trained = int(batch.train_mask().sum())   # the completion tokens, the ones that carry loss
     padded = batch.prompt_ids.numel() + batch.completion_ids.numel()
     params = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
     print(f"CPU: {cpu_name()}; native bf16: {native}; update in {dtype}; threads {args.threads}; "
           f"load {os.getloadavg()[0]:.2f}", flush=True)
-    print(f"batch: {len(batch)} rows, {real} real tokens ({padded} padded), {params / 1e6:.1f}M "
+    print(f"batch: {len(batch)} rows, {real} real tokens ({trained} of them completion tokens; {padded} "
+          f"padded), {params / 1e6:.1f}M "
           f"multiplying parameters", flush=True)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, betas=(0.9, 0.99), weight_decay=0.0)
     compute = Compute(micro_batch_tokens=args.micro_batch_tokens)
@@ -128,14 +131,18 @@ def main(argv=None) -> dict:
         profile_update(lambda: update_policy(model, optimizer, batch, default_loss_spec(args.temperature),
                                              autocast=autocast, compute=compute))
     update_s, rate = statistics.median(secs), statistics.median(rates)
-    floor_s = 6 * params * real / rate
+    floor_s, strict_s = 6 * params * real / rate, 6 * params * trained / rate
     out = {"cpu": cpu_name(), "native_bf16": native, "dtype": str(dtype), "threads": args.threads,
-           "rows": len(batch), "real_tokens": real, "padded_tokens": padded, "params": params,
+           "rows": len(batch), "real_tokens": real, "completion_tokens": trained, "padded_tokens": padded,
+           "params": params,
            "micro_batch_tokens": args.micro_batch_tokens, "update_s": update_s,
            "update_range_s": [min(secs), max(secs)], "matmul_gflops": rate / 1e9, "floor_s": floor_s,
-           "of_floor": floor_s / update_s, "peak_rss_mb": peaks, "load_avg_1min": os.getloadavg()[0]}
+           "of_floor": floor_s / update_s,
+           "strict_floor_s": strict_s, "of_strict_floor": strict_s / update_s, "peak_rss_mb": peaks,
+           "load_avg_1min": os.getloadavg()[0]}
     print(f"update {update_s:.2f} s [{min(secs):.2f}, {max(secs):.2f}]; floor 6 x P x T = "
           f"{floor_s:.2f} s at {rate / 1e9:.0f} GFLOP/s (measured here): {out['of_floor']:.0%} of floor; "
+          f"with T = completion tokens only {strict_s:.2f} s: {out['of_strict_floor']:.0%}; "
           f"peak RSS MB {peaks}; load {out['load_avg_1min']:.2f}")
     print(json.dumps(out))
     return out

@@ -152,8 +152,8 @@ def test_no_extra_forward_pass_for_the_correction_when_mu_is_1(tiny, monkeypatch
     model, tokenizer = tiny
     batch = _batch(model, tokenizer, True)
     calls = []
-    real = fused_llama.completion_logits
-    monkeypatch.setattr(fused_llama, "completion_logits", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = fused_llama.completion_head_inputs
+    monkeypatch.setattr(fused_llama, "completion_head_inputs", lambda *a, **k: calls.append(1) or real(*a, **k))
     _update(model, batch, None)
     _update(model, batch, is_weights)
     assert len(calls) == 2

@@ -5,8 +5,10 @@ dispatch, cache objects, mask building), and under bf16 autocast PyTorch's CPU f
 backward is slower than the rest of the model together. This module reads the weights of a
 `LlamaForCausalLM` (or `Qwen2ForCausalLM`) as they are, concatenates q/k/v and gate/up into single
 matrices (differentiably: gradients reach the model's own parameters), and runs the model as a
-handful of tensor ops: `Decoder` with a preallocated KV cache for sampling, `completion_logits` for
-the training forward (attention as two matmuls and a float32 softmax, as transformers' eager path).
+handful of tensor ops: `Decoder` with a preallocated KV cache for sampling, `completion_logits`
+(and `completion_head_inputs`, the LM head's input at the real completion tokens only) for the
+training forward (attention as two matmuls and a float32 softmax, as transformers' eager path;
+RMSNorm and rotary with their backward written out, `fused_ops`).
 
 Guaranteed: the same computation as the Hugging Face forward (RMSNorm, rotary embeddings from the
 model's own `rotary_emb`, grouped-query attention, SwiGLU MLP, biases where present), so logits
@@ -23,6 +25,8 @@ from typing import Callable
 
 import torch
 import torch.nn.functional as F
+
+from rlvr.models.fused_ops import RMSNorm, Rotary
 
 _ARCHITECTURES = ("llama", "qwen2")
 
@@ -118,7 +122,7 @@ class Weights:
         return cos[0].float(), sin[0].float()
 
     def norm(self, h: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        return F.rms_norm(h, h.shape[-1:], weight, self.eps).to(self.dtype)
+        return RMSNorm.apply(h, weight, self.eps, self.dtype)
 
 
 def _packable(dtype: torch.dtype, like: torch.Tensor) -> bool:
@@ -153,9 +157,11 @@ def run_layers(w: Weights, h: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
         qk, v = w.linear(w.norm(h, layer.norm1), layer.wqkv, layer.bqkv).split([(nh + nk) * hd, nk * hd], -1)
         q, k = _rotate(qk.view(b, t, nh + nk, hd).transpose(1, 2), cos, sin).split([nh, nk], 1)
         o = attend(i, q, k, v.view(b, t, nk, hd).transpose(1, 2))
-        h = h + w.linear(o.transpose(1, 2).reshape(b, t, nh * hd), layer.wo, layer.bo).float()
+        # float32 + bf16 adds in float32 (the bf16 operand converted exactly on the fly): the values
+        # of `h + x.float()`, and the backward casts the gradient to bf16 once either way
+        h = h + w.linear(o.transpose(1, 2).reshape(b, t, nh * hd), layer.wo, layer.bo)
         gate, up = w.linear(w.norm(h, layer.norm2), layer.wgu, layer.bgu).chunk(2, -1)
-        h = h + w.linear(F.silu(gate) * up, layer.wdown, layer.bdown).float()
+        h = h + w.linear(F.silu(gate) * up, layer.wdown, layer.bdown)
     return h
 
 
@@ -165,10 +171,7 @@ def logits(w: Weights, h: torch.Tensor) -> torch.Tensor:
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Rotary embedding in float32 (as transformers does), returned in x's dtype."""
-    xf = x.float()
-    half = xf.shape[-1] // 2
-    rotated = torch.cat([-xf[..., half:], xf[..., :half]], dim=-1)
-    return (xf * cos + rotated * sin).to(x.dtype)
+    return Rotary.apply(x, cos, sin)
 
 
 def eager_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -181,11 +184,13 @@ def eager_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     attention itself at decode time).
     """
     b, nh, tq, hd = q.shape
-    nk, tk = k.shape[1], k.shape[2]
+    nk = k.shape[1]
     groups = nh // nk
-    scores = (q.reshape(b, nk, groups * tq, hd) @ k.transpose(-1, -2)).float() * hd ** -0.5
-    scores = scores.view(b, nk, groups, tq, tk).masked_fill(~allowed[:, :, None], float("-inf"))
-    probs = scores.softmax(-1).view(b, nk, groups * tq, tk)
+    # scale and mask in place (neither op's backward reads its input or output): the same values
+    # as out-of-place ops, two [B, K, G·Tq, Tk] float32 tensors fewer per layer
+    scores = (q.reshape(b, nk, groups * tq, hd) @ k.transpose(-1, -2)).float().mul_(hd ** -0.5)
+    blocked = ~allowed if groups == 1 else ~allowed.repeat(1, 1, groups, 1)   # query g·Tq + t is t's row
+    probs = scores.masked_fill_(blocked, float("-inf")).softmax(-1)
     return (probs.to(v.dtype) @ v).view(b, nh, tq, hd)
 
 
@@ -210,6 +215,25 @@ def completion_logits(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor
     once (`_shared_prompt`) when prompts are at least `SHARED_PROMPT_MIN_TOKENS` wide; the logits
     are the same up to float rounding."""
     w = Weights(model, dtype)
+    return logits(w, _predicting(w, prompt_ids, prompt_mask, completion_ids, completion_mask, share_prompts))
+
+
+def completion_head_inputs(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor,
+                           completion_ids: torch.Tensor, completion_mask: torch.Tensor,
+                           dtype: torch.dtype = torch.float32,
+                           share_prompts: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """(hidden [N, d], head [V, d]), both in `dtype`: the LM head's input at the N real completion
+    tokens only (`completion_mask`'s ones, row by row), after the final norm, and its weight.
+    `hidden @ head.T` are the rows of `completion_logits` at those tokens: padding never reaches
+    the head or the softmax over the vocabulary."""
+    w = Weights(model, dtype)
+    h = _predicting(w, prompt_ids, prompt_mask, completion_ids, completion_mask, share_prompts)
+    return w.norm(h[completion_mask.bool()], w.final_norm), w.lm_head
+
+
+def _predicting(w: Weights, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, completion_ids: torch.Tensor,
+                completion_mask: torch.Tensor, share_prompts: bool) -> torch.Tensor:
+    """The float32 residual stream [B, Tc, d] at the positions that predict each completion token."""
     if share_prompts and prompt_ids.shape[1] >= SHARED_PROMPT_MIN_TOKENS:
         prompts, masks, inverse = _distinct_prompts(prompt_ids, prompt_mask)
         if prompts.shape[0] < prompt_ids.shape[0]:
@@ -222,7 +246,7 @@ def completion_logits(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor
     h = run_layers(w, F.embedding(ids, w.embed, w.padding_idx).float(), cos[pos][:, None], sin[pos][:, None],
                    lambda _, q, k, v: eager_attention(q, k, v, allowed))
     tc = completion_ids.shape[1]
-    return logits(w, h[:, -tc - 1:-1])
+    return h[:, -tc - 1:-1]
 
 
 def _distinct_prompts(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor):
@@ -235,7 +259,7 @@ def _distinct_prompts(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor):
 
 def _shared_prompt(w: "Weights", prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, inverse: torch.Tensor,
                    completion_ids: torch.Tensor, completion_mask: torch.Tensor) -> torch.Tensor:
-    """`completion_logits` with each distinct prompt [U, Tp] run once: its keys and values (and the
+    """`_predicting` with each distinct prompt [U, Tp] run once: its keys and values (and the
     hidden state that predicts the first completion token) are gathered for the rows `inverse`
     names. Exact, not an approximation: a prompt position never attends to a completion, so its
     activations are the same in every row, and autograd sums each row's gradient through the
@@ -250,8 +274,12 @@ def _shared_prompt(w: "Weights", prompt_ids: torch.Tensor, prompt_mask: torch.Te
         keys.append((k, v))
         return eager_attention(q, k, v, p_allowed)
 
-    h_p = run_layers(w, F.embedding(prompt_ids, w.embed, w.padding_idx).float(), cos[p_pos][:, None],
-                     sin[p_pos][:, None], attend_prompt)
+    # one embedding lookup for prompts and completions: its backward builds one dense [V, d]
+    # gradient, not two
+    e_p, e_c = F.embedding(torch.cat([prompt_ids.flatten(), completion_ids.flatten()]), w.embed,
+                           w.padding_idx).float().split([prompt_ids.numel(), completion_ids.numel()])
+    h_p = run_layers(w, e_p.view(*prompt_ids.shape, -1), cos[p_pos][:, None], sin[p_pos][:, None],
+                     attend_prompt)
     b, tc = completion_ids.shape
     seen = prompt_mask.bool()[inverse][:, None, None, :].expand(b, 1, tc, prompt_mask.shape[1])
     c_allowed = torch.cat([seen, prefix_mask(completion_mask)], dim=-1)
@@ -260,9 +288,8 @@ def _shared_prompt(w: "Weights", prompt_ids: torch.Tensor, prompt_mask: torch.Te
         pk, pv = keys[i]
         return eager_attention(q, torch.cat([pk[inverse], k], 2), torch.cat([pv[inverse], v], 2), c_allowed)
 
-    h_c = run_layers(w, F.embedding(completion_ids, w.embed, w.padding_idx).float(), cos[c_pos][:, None],
-                     sin[c_pos][:, None], attend_completion)
-    return logits(w, torch.cat([h_p[inverse, -1:], h_c[:, :-1]], dim=1))
+    h_c = run_layers(w, e_c.view(b, tc, -1), cos[c_pos][:, None], sin[c_pos][:, None], attend_completion)
+    return torch.cat([h_p[inverse, -1:], h_c[:, :-1]], dim=1)
 
 
 class WeightCache:

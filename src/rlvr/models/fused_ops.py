@@ -1,0 +1,68 @@
+"""Pieces of the fused Llama stack (`fused_llama`) with their backward written out.
+
+Why: on a CPU the update's time outside the matmuls goes to full-width elementwise passes and the
+temporaries they allocate; autograd's chain through an RMSNorm or a rotary embedding makes several
+times the passes the gradient needs. Guaranteed: each forward gives the bits of the plain ops it
+replaces (`F.rms_norm(h, w).to(dtype)`; `x·cos + rot(x)·sin` in float32, as transformers does);
+the rotary backward gives autograd's bits too, the RMSNorm backward autograd's gradient to float
+rounding. Tested against the plain formulas in tests/unit/test_fused_ops.py.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+class RMSNorm(torch.autograd.Function):
+    """`F.rms_norm(h, weight).to(dtype)` with the same ops in the same order (the same bits), the
+    cast done by the last multiply, and its backward written out in autograd's order of terms,
+    dh = r·g·w + h·(−r³·Σ g·w·h / d), dw = Σ g·h·r (r = 1/√(mean h² + eps)): fewer passes and
+    temporaries than autograd's chain through pow, mean, rsqrt and two products."""
+
+    @staticmethod
+    def forward(ctx, h, weight, eps: float, dtype: torch.dtype):
+        r = torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+        n = h * r
+        out = torch.empty(h.shape, dtype=dtype, device=h.device)
+        torch.mul(n, weight, out=out)   # computed in float32, rounded once to dtype
+        ctx.save_for_backward(h, r, weight)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        h, r, weight = ctx.saved_tensors
+        g = grad.float()
+        gn = g * weight
+        # autograd's order: r·gn from the product, then h·(−r³·Σ gn·h / d) from pow → mean → rsqrt
+        dr = (gn * h).sum(-1, keepdim=True) * (-0.5 * r.pow(3)) * (2.0 / h.shape[-1])
+        dh = (gn * r).add_(h * dr)
+        dw = (g * (h * r)).reshape(-1, h.shape[-1]).sum(0) if ctx.needs_input_grad[1] else None
+        return dh, dw, None, None
+
+
+def _half_turn(x: torch.Tensor, sign: float) -> torch.Tensor:
+    """cat(−x₂, x₁) (sign −1, the rotation) or cat(x₂, −x₁) (sign +1, its transpose) of x's halves."""
+    half = x.shape[-1] // 2
+    first, second = (-x[..., half:], x[..., :half]) if sign < 0 else (x[..., half:], -x[..., :half])
+    return torch.cat([first, second], dim=-1)
+
+
+class Rotary(torch.autograd.Function):
+    """x·cos + rot(x)·sin with its backward written out: the same float32 values, forward and
+    backward, as autograd through those ops (each gradient element is the same two-term sum; the
+    slices' zero-filled gradients only ever add 0), with fewer full-size temporaries in both."""
+
+    @staticmethod
+    def forward(ctx, x, cos, sin):
+        # bf16 x times float32 tables multiplies in float32 (x converted exactly): no float copy of x
+        out = x * cos
+        out.add_(_half_turn(x, -1.0) * sin)
+        ctx.save_for_backward(cos, sin)
+        ctx.dtype = x.dtype
+        return out.to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        cos, sin = ctx.saved_tensors
+        g = grad.float()
+        return (g * cos).add_(_half_turn(g * sin, 1.0)).to(ctx.dtype), None, None
