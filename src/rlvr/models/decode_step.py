@@ -39,32 +39,32 @@ def fold_sin(sin: torch.Tensor) -> torch.Tensor:
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin_folded: torch.Tensor) -> torch.Tensor:
     """Rotary embedding of x [B, N, D] in float32 (cos, sin_folded [B, 1, D]); float32 out."""
     xf = x.float()
-    b, n, d = xf.shape
-    swapped = xf.view(b, n, 2, d // 2).flip(2).view(b, n, d)   # [x2, x1]: a copy, then in place
+    swapped = xf.roll(xf.shape[-1] // 2, -1)   # [x2, x1]: a copy, then in place
     return xf.mul_(cos).add_(swapped.mul_(sin_folded))   # in fp32, xf is x: a view of this step's qkv
 
 
-def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, blocked: torch.Tensor) -> torch.Tensor:
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """`fused_llama.eager_attention` for one query per row, in place where it can be: q [B, K, G, D]
-    (the G query heads of each key/value head), k, v [B, K, S, D], blocked [B, 1, 1, S] bool
-    (True = masked out); returns [B, K, G, D]."""
+    (the G query heads of each key/value head), k, v [B, K, S, D], bias [B, 1, 1, S] float32, 0
+    where a row may attend and -inf where not (adding it is the masked fill, exactly, at a third
+    of its cost); returns [B, K, G, D]."""
     scores = (q @ k.transpose(-1, -2)).float()   # rounded to the matrix dtype first, as in training
-    probs = scores.mul_(q.shape[-1] ** -0.5).masked_fill_(blocked, float("-inf")).softmax(-1)
-    return probs.to(v.dtype) @ v
+    return scores.mul_(q.shape[-1] ** -0.5).add_(bias).softmax(-1).to(v.dtype) @ v
 
 
 def decode_layers(w, tokens: torch.Tensor, cos: torch.Tensor, sin_folded: torch.Tensor,
                   caches: tuple[list[torch.Tensor], list[torch.Tensor]], start: int,
-                  blocked: torch.Tensor) -> torch.Tensor:
+                  keymask: torch.Tensor) -> torch.Tensor:
     """Last-position logits [B, V] (float32) for one token per row, tokens [B] long, written at
     cache column `start` (every row's next free column; rows are left-padded).
 
     w: `fused_llama.Weights`. cos, sin_folded: [B, 1, D] at each row's position (`fold_sin`).
-    caches: (keys, values), one [B, K, S, D] tensor per layer each. blocked [B, 1, 1, W] bool: the
-    cache columns a row must not see (True), over the first W > start columns of the cache (S or
-    start + 1: the columns attended over)."""
+    caches: (keys, values), one [B, K, S, D] tensor per layer each. keymask [B, W] bool: the cache
+    columns a row may see (True), over the first W > start columns of the cache (S or start + 1:
+    the columns attended over)."""
     b, hd, nh, nk = tokens.shape[0], w.head_dim, w.heads, w.kv_heads
-    width, qk_width = blocked.shape[-1], (nh + nk) * hd
+    width, qk_width = keymask.shape[-1], (nh + nk) * hd
+    bias = torch.zeros(keymask.shape).masked_fill_(~keymask, float("-inf"))[:, None, None]   # float32
     h = F.embedding(tokens, w.embed, w.padding_idx).float()   # [B, d], updated in place below
     for layer, kc, vc in zip(w.layers, *caches):
         qkv = w.linear(w.norm(h, layer.norm1), layer.wqkv, layer.bqkv)
@@ -72,7 +72,7 @@ def decode_layers(w, tokens: torch.Tensor, cos: torch.Tensor, sin_folded: torch.
         kc[:, :, start].copy_(qk[:, nh:])                      # float32 -> cache dtype, as `.to`
         vc[:, :, start].copy_(qkv[:, qk_width:].view(b, nk, hd))
         q = qk[:, :nh].to(w.dtype).view(b, nk, nh // nk, hd)
-        o = _attend(q, kc[:, :, :width], vc[:, :, :width], blocked)
+        o = _attend(q, kc[:, :, :width], vc[:, :, :width], bias)
         h.add_(w.linear(o.reshape(b, nh * hd), layer.wo, layer.bo))   # float32 += matrix dtype, exact
         gate, up = w.linear(w.norm(h, layer.norm2), layer.wgu, layer.bgu).chunk(2, -1)
         h.add_(w.linear(F.silu(gate).mul_(up), layer.wdown, layer.bdown))

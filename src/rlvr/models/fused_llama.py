@@ -341,4 +341,4 @@ class Decoder:
         column (True = attend; columns not yet written False)."""
         width = self.k_cache[0].shape[2] if WHOLE_CACHE.get(self.w.dtype, False) else start + 1
         return decode_layers(self.w, tokens, cos, sin_folded, (self.k_cache, self.v_cache), start,
-                             ~keymask[:, None, None, :width])
+                             keymask[:, :width])
