@@ -24,7 +24,7 @@ from typing import Protocol, Sequence
 import torch
 
 from rlvr.algo.losses import token_entropy
-from rlvr.models import fused_llama
+from rlvr.models import decode_step, fused_llama
 from rlvr.models.device import Device
 from rlvr.models.policy import completion_logits, left_pad, positions, token_logprobs
 
@@ -82,8 +82,8 @@ class FusedBackend:
         cos, sin = dec.w.rope_table(int(pos.max()) + max_new + 1)       # [S, D]
         logits = dec.forward(ids, cos[pos][:, None], sin[pos][:, None], 0,
                              fused_llama.prefix_mask(mask), repeat=n)
-        keymask = torch.cat([mask.bool().repeat_interleave(n, 0),
-                             torch.ones((rows, max_new), dtype=torch.bool)], dim=1)
+        keymask = torch.cat([mask.bool().repeat_interleave(n, 0),       # completion columns are
+                             torch.zeros((rows, max_new), dtype=torch.bool)], dim=1)   # opened per step
         cursor = _FusedCursor(dec, cos, sin, keymask, pos[:, -1].repeat_interleave(n) + 1, tp,
                               self.vocab_limit)
         return _mask_vocab(logits, self.vocab_limit), cursor
@@ -95,7 +95,8 @@ class FusedBackend:
 
 class _FusedCursor:
     def __init__(self, dec, cos, sin, keymask, next_pos, tp: int, vocab_limit: int | None):
-        self.dec, self.cos, self.sin, self.keymask, self.next_pos = dec, cos, sin, keymask, next_pos
+        self.dec, self.cos, self.keymask, self.next_pos = dec, cos, keymask, next_pos
+        self.sin = decode_step.fold_sin(sin)   # the decode step's rotary table (`Decoder.step`)
         self.tp, self.vocab_limit = tp, vocab_limit
 
     def keep_rows(self, index: torch.Tensor) -> None:
@@ -103,10 +104,10 @@ class _FusedCursor:
         self.dec.keep_rows(index)
 
     def step(self, tokens: torch.Tensor, t: int) -> torch.Tensor:
-        pos, end = self.next_pos, self.tp + t + 1
-        logits = self.dec.forward(tokens[:, None], self.cos[pos][:, None, None],
-                                  self.sin[pos][:, None, None], self.tp + t,
-                                  self.keymask[:, None, None, :end])
+        pos = self.next_pos
+        self.keymask[:, self.tp + t] = True
+        logits = self.dec.step(tokens, self.cos[pos][:, None], self.sin[pos][:, None], self.tp + t,
+                               self.keymask)
         self.next_pos = pos + 1
         return _mask_vocab(logits, self.vocab_limit)
 

@@ -26,6 +26,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
+from rlvr.models.decode_step import WHOLE_CACHE, decode_layers
 from rlvr.models.fused_ops import RMSNorm, Rotary
 
 _ARCHITECTURES = ("llama", "qwen2")
@@ -357,3 +358,13 @@ class Decoder:
         h = run_layers(self.w, F.embedding(ids, self.w.embed, self.w.padding_idx).float(), cos, sin, attend)
         out = logits(self.w, h[:, -1])   # [B, V]
         return out.repeat_interleave(repeat, 0) if repeat > 1 else out
+
+    def step(self, tokens: torch.Tensor, cos: torch.Tensor, sin_folded: torch.Tensor, start: int,
+             keymask: torch.Tensor) -> torch.Tensor:
+        """`forward` for one token per row (tokens [B]) at cache column `start`, through the
+        decode-only step (`decode_step.decode_layers`: the same logits in fewer ops). cos,
+        sin_folded [B, 1, D] (`decode_step.fold_sin`); keymask [B, S] bool over every cache
+        column (True = attend; columns not yet written False)."""
+        width = self.k_cache[0].shape[2] if WHOLE_CACHE.get(self.w.dtype, False) else start + 1
+        return decode_layers(self.w, tokens, cos, sin_folded, (self.k_cache, self.v_cache), start,
+                             keymask[:, :width])

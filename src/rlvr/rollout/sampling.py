@@ -57,7 +57,7 @@ def sample_next(logits: torch.Tensor, params: SamplingParams, gen: torch.Generat
         nxt = logits.argmax(dim=-1)
         return nxt, torch.log_softmax(logits, dim=-1).gather(-1, nxt[:, None]).squeeze(-1)
     scaled = truncate(logits, params)
-    peak = scaled.max(-1, keepdim=True).values
+    peak = scaled.amax(-1, keepdim=True)   # the max without its indices: a third of the time
     cdf = (scaled - peak).exp_().cumsum_(-1)   # unnormalised: u is scaled by the total instead
     nxt = invert_cdf(cdf, torch.rand(cdf.shape[0], 1, generator=gen, device=cdf.device))
     logp = scaled.gather(-1, nxt[:, None]) - peak - cdf[:, -1:].log()

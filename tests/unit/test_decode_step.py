@@ -1,0 +1,83 @@
+"""The decode-only layer step (`models.decode_step`, `Decoder.step`): the same computation as the
+general forward (`run_layers`, used by the prefill and the update) for one token per row."""
+
+import pytest
+import torch
+
+from rlvr.models import decode_step, fused_llama
+from rlvr.models.device import cpu_computes_bf16
+from rlvr.models.policy import positions
+
+torch.set_num_threads(1)
+
+
+def _gqa_llama():
+    """A tiny Llama whose 4 query heads share 2 key/value heads (the SmolLM2 layout, 9 and 3)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    return LlamaForCausalLM(cfg).eval()
+
+
+def test_sign_folded_rotary_is_the_rotate_half_rotary_bit_for_bit():
+    w = fused_llama.Weights(_gqa_llama())
+    cos, sin = w.rope_table(40)
+    pos = torch.tensor([3, 17, 39, 0, 25])
+    x = torch.randn(5, 6, w.head_dim).to(torch.bfloat16)           # [B, heads, D]
+    theirs = fused_llama._rotate(x[:, :, None], cos[pos][:, None, None], sin[pos][:, None, None])[:, :, 0]
+    ours = decode_step._rotate(x, cos[pos][:, None], decode_step.fold_sin(sin)[pos][:, None])
+    assert torch.equal(ours.to(torch.bfloat16), theirs)
+
+
+def _steps(model, dtype, weights, use_step: bool, n: int = 2, steps: int = 3):
+    """Logits of each decode step after a shared-prompt prefill, through `step` or `forward`, and
+    the key cache after them."""
+    ids = torch.tensor([[0, 0, 5, 9, 11], [3, 4, 5, 6, 7]])
+    mask = (torch.arange(5) >= torch.tensor([[2], [0]])).long()
+    pos = positions(mask)
+    dec = fused_llama.Decoder(model, dtype, weights)
+    dec.allocate(2 * n, 5 + steps)
+    cos, sin = dec.w.rope_table(5 + steps + 1)
+    folded = decode_step.fold_sin(sin)
+    keys = torch.cat([mask.bool().repeat_interleave(n, 0), torch.zeros(2 * n, steps, dtype=torch.bool)], 1)
+    nxt = pos[:, -1].repeat_interleave(n) + 1
+    out = []
+    with torch.no_grad():
+        logits = dec.forward(ids, cos[pos][:, None], sin[pos][:, None], 0, fused_llama.prefix_mask(mask),
+                             repeat=n)
+        for t in range(steps):
+            tokens = logits.argmax(-1) if t else torch.tensor([1, 2, 3, 4])
+            keys[:, 5 + t] = True
+            if use_step:
+                logits = dec.step(tokens, cos[nxt][:, None], folded[nxt][:, None], 5 + t, keys)
+            else:
+                logits = dec.forward(tokens[:, None], cos[nxt][:, None, None], sin[nxt][:, None, None], 5 + t,
+                                     keys[:, None, None, :6 + t])
+            out.append(logits)
+            nxt = nxt + 1
+    return out, dec.k_cache[1].clone()
+
+
+def test_decode_step_equals_the_general_forward_bit_for_bit_in_float32():
+    model = _gqa_llama()
+    with torch.no_grad():     # larger weights than the init, so attention is far from uniform
+        for p in model.parameters():
+            p.mul_(4.0)
+    (ours, our_keys), (theirs, their_keys) = (_steps(model, torch.float32, None, s) for s in (True, False))
+    assert all(torch.equal(a, b) for a, b in zip(ours, theirs))
+    assert torch.equal(our_keys, their_keys)
+
+
+@pytest.mark.skipif(not cpu_computes_bf16(), reason="bf16 decode checked where bf16 is native")
+def test_decode_step_over_the_whole_bf16_cache_stays_at_float_rounding_of_the_forward():
+    """bf16: attention over every cache column (unfilled ones masked) sums the same products as over
+    the filled ones, only possibly in another order: the logits agree to bf16 rounding (two ulps at
+    these logits; on the CPUs measured, bit for bit)."""
+    model = _gqa_llama()
+    w = fused_llama.WeightCache(model, torch.bfloat16).get()
+    (ours, our_keys), (theirs, their_keys) = (_steps(model, torch.bfloat16, w, s) for s in (True, False))
+    assert torch.equal(our_keys, their_keys)       # rotary and the cache write: exact
+    for a, b in zip(ours, theirs):
+        torch.testing.assert_close(a, b, atol=4e-3, rtol=0)
