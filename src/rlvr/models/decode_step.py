@@ -43,6 +43,12 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin_folded: torch.Tensor) -> tor
     return xf.mul_(cos).add_(swapped.mul_(sin_folded))   # in fp32, xf is x: a view of this step's qkv
 
 
+def _norm(w, h: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """`Weights.norm` without its autograd Function (whose forward gives these bits: `fused_ops`),
+    a third cheaper per call at decode shapes; sampling never needs its backward."""
+    return F.rms_norm(h, h.shape[-1:], weight, w.eps).to(w.dtype)
+
+
 def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """`fused_llama.eager_attention` for one query per row, in place where it can be: q [B, K, G, D]
     (the G query heads of each key/value head), k, v [B, K, S, D], bias [B, 1, 1, S] float32, 0
@@ -67,13 +73,13 @@ def decode_layers(w, tokens: torch.Tensor, cos: torch.Tensor, sin_folded: torch.
     bias = torch.zeros(keymask.shape).masked_fill_(~keymask, float("-inf"))[:, None, None]   # float32
     h = F.embedding(tokens, w.embed, w.padding_idx).float()   # [B, d], updated in place below
     for layer, kc, vc in zip(w.layers, *caches):
-        qkv = w.linear(w.norm(h, layer.norm1), layer.wqkv, layer.bqkv)
+        qkv = w.linear(_norm(w, h, layer.norm1), layer.wqkv, layer.bqkv)
         qk = _rotate(qkv[:, :qk_width].view(b, nh + nk, hd), cos, sin_folded)
         kc[:, :, start].copy_(qk[:, nh:])                      # float32 -> cache dtype, as `.to`
         vc[:, :, start].copy_(qkv[:, qk_width:].view(b, nk, hd))
         q = qk[:, :nh].to(w.dtype).view(b, nk, nh // nk, hd)
         o = _attend(q, kc[:, :, :width], vc[:, :, :width], bias)
         h.add_(w.linear(o.reshape(b, nh * hd), layer.wo, layer.bo))   # float32 += matrix dtype, exact
-        gate, up = w.linear(w.norm(h, layer.norm2), layer.wgu, layer.bgu).chunk(2, -1)
+        gate, up = w.linear(_norm(w, h, layer.norm2), layer.wgu, layer.bgu).chunk(2, -1)
         h.add_(w.linear(F.silu(gate).mul_(up), layer.wdown, layer.bdown))
-    return w.linear(w.norm(h, w.final_norm), w.lm_head).float()
+    return w.linear(_norm(w, h, w.final_norm), w.lm_head).float()
