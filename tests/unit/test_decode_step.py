@@ -7,22 +7,13 @@ import torch
 from rlvr.models import decode_step, fused_llama
 from rlvr.models.device import cpu_computes_bf16
 from rlvr.models.policy import positions
+from rlvr.testing import zoo
 
 torch.set_num_threads(1)
 
 
-def _gqa_llama():
-    """A tiny Llama whose 4 query heads share 2 key/value heads (the SmolLM2 layout, 9 and 3)."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
-    return LlamaForCausalLM(cfg).eval()
-
-
 def test_sign_folded_rotary_is_the_rotate_half_rotary_bit_for_bit():
-    w = fused_llama.Weights(_gqa_llama())
+    w = fused_llama.Weights(zoo.gqa_llama())
     cos, sin = w.rope_table(40)
     pos = torch.tensor([3, 17, 39, 0, 25])
     x = torch.randn(5, 6, w.head_dim).to(torch.bfloat16)           # [B, heads, D]
@@ -61,7 +52,7 @@ def _steps(model, dtype, weights, use_step: bool, n: int = 2, steps: int = 3):
 
 
 def test_decode_step_equals_the_general_forward_bit_for_bit_in_float32():
-    model = _gqa_llama()
+    model = zoo.gqa_llama()
     with torch.no_grad():     # larger weights than the init, so attention is far from uniform
         for p in model.parameters():
             p.mul_(4.0)
@@ -75,7 +66,7 @@ def test_decode_step_over_the_whole_bf16_cache_stays_at_float_rounding_of_the_fo
     """bf16: attention over every cache column (unfilled ones masked) sums the same products as over
     the filled ones, only possibly in another order: the logits agree to bf16 rounding (two ulps at
     these logits; on the CPUs measured, bit for bit)."""
-    model = _gqa_llama()
+    model = zoo.gqa_llama()
     w = fused_llama.WeightCache(model, torch.bfloat16).get()
     (ours, our_keys), (theirs, their_keys) = (_steps(model, torch.bfloat16, w, s) for s in (True, False))
     assert torch.equal(our_keys, their_keys)       # rotary and the cache write: exact

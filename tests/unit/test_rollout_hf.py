@@ -10,6 +10,7 @@ from rlvr.rollout.hf import HFEngine
 from rlvr.tasks.arithmetic import make_problem
 from rlvr.models.tiny import build_model
 from rlvr.models.device import cpu_computes_bf16
+from rlvr.testing import zoo
 
 torch.set_num_threads(1)
 
@@ -139,18 +140,8 @@ def test_generate_restores_the_thread_count(tiny):
         torch.set_num_threads(before)
 
 
-def _gqa_llama():
-    """A tiny Llama whose 4 query heads share 2 key/value heads (the SmolLM2 layout, 9 and 3)."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
-    return LlamaForCausalLM(cfg).eval()
-
-
 def test_grouped_query_attention_matches_transformers_in_decode_and_training():
-    model = _gqa_llama()
+    model = zoo.gqa_llama()
     ids = torch.tensor([[0, 0, 5, 9, 11], [3, 4, 5, 6, 7]])
     mask = (torch.arange(5) >= torch.tensor([[2], [0]])).long()
     pos = positions(mask)
@@ -166,7 +157,7 @@ def test_grouped_query_attention_matches_transformers_in_decode_and_training():
 
 
 def test_sampling_weights_are_rebuilt_exactly_when_a_parameter_changes():
-    model = _gqa_llama()
+    model = zoo.gqa_llama()
     cache = fused_llama.WeightCache(model)
     first = cache.get()
     assert cache.get() is first                       # unchanged: no second fuse and cast
@@ -201,7 +192,7 @@ def test_a_fused_optimizer_step_reaches_sampling_through_load_weights():
 def test_bf16_sampling_matrices_are_prepacked_and_give_the_same_bits():
     """oneDNN's prepacked bf16 matmul is the kernel F.linear runs after its per-call reorder: the
     decode's logits, prefill and cached steps, must not change by a bit."""
-    model = _gqa_llama()
+    model = zoo.gqa_llama()
     packed = fused_llama.WeightCache(model, torch.bfloat16).get()
     plain = fused_llama.Weights(model, torch.bfloat16)
     assert packed.linear is not torch.nn.functional.linear and plain.linear is torch.nn.functional.linear
