@@ -34,8 +34,9 @@ def fragmented_heap():
 
 
 def test_a_heap_with_enough_free_is_trimmed_and_a_small_one_is_not(fragmented_heap):
-    assert device.heap_free_bytes() >= fragmented_heap
-    assert not device.trim_host_heap(min_free_bytes=64 * fragmented_heap)
+    free = device.heap_free_bytes()   # the process's own free heap comes on top (earlier tests)
+    assert free >= fragmented_heap
+    assert not device.trim_host_heap(min_free_bytes=2 * free + (1 << 30))
     assert device.trim_host_heap(min_free_bytes=fragmented_heap // 2)
 
 
