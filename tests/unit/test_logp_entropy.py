@@ -9,7 +9,7 @@ import torch
 
 from rlvr.algo.logp_entropy import logp_entropy
 from rlvr.algo.losses import token_entropy
-from rlvr.models.backends import FusedBackend
+from rlvr.models import backends, fused_llama
 from rlvr.models.policy import token_logprobs
 from rlvr.models.tiny import build_model
 from rlvr.training import forward
@@ -76,6 +76,15 @@ def _batch(vocab: int, pad: int) -> Batch:
     return Batch(p_ids, p_mask, c_ids, c_mask, torch.zeros(5), torch.zeros(c_ids.shape))
 
 
+def _full_logits_path(model, compute, autocast):
+    """The reference: every completion position's logits (`fused_llama.completion_logits`, padding
+    included), then the log-softmax over them, as the fused backend computed before."""
+    dtype = torch.bfloat16 if autocast else torch.float32
+    return lambda batch, t: backends._from_logits(
+        fused_llama.completion_logits(model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids,
+                                      batch.completion_mask, dtype), batch, t)
+
+
 @pytest.mark.parametrize("pad", [0, 3])
 @pytest.mark.parametrize("autocast", [False, True])
 def test_training_forward_matches_the_full_logits_path(autocast, pad):
@@ -84,7 +93,7 @@ def test_training_forward_matches_the_full_logits_path(autocast, pad):
     real = batch.completion_mask.bool()
     weight = torch.randn(real.shape, generator=torch.Generator().manual_seed(4))
     out = []
-    for fwd in (forward.choose, lambda m, c, a: FusedBackend(m, c.device, a).logp_entropy):
+    for fwd in (forward.choose, _full_logits_path):
         m = copy.deepcopy(model)
         logp, entropy = fwd(m, Compute(), autocast)(batch, 0.7)
         ((logp * weight)[real].sum() + (entropy * weight)[real].sum() * 0.1).backward()
@@ -99,8 +108,6 @@ def test_training_forward_matches_the_full_logits_path(autocast, pad):
 
 
 def test_padding_columns_of_the_call_never_reach_the_layers(monkeypatch):
-    from rlvr.models import fused_llama
-
     model, _ = build_model(seed=3, hidden=32, layers=2, heads=4, mlp=64)
     widths = []
     real = fused_llama.run_layers

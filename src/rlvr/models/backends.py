@@ -22,7 +22,9 @@ import inspect
 from typing import Protocol, Sequence
 
 import torch
+import torch.nn.functional as F
 
+from rlvr.algo.logp_entropy import logp_entropy
 from rlvr.algo.losses import token_entropy
 from rlvr.models import decode_step, fused_llama
 from rlvr.models.device import Device
@@ -89,8 +91,19 @@ class FusedBackend:
         return _mask_vocab(logits, self.vocab_limit), cursor
 
     def logp_entropy(self, batch, temperature):
-        return _from_logits(fused_llama.completion_logits(self.model, *_tensors(batch), self.dtype),
-                            batch, temperature)
+        """The fused stack over the call's rows without their padding columns, then the LM head and
+        one log-softmax over the real completion tokens only (`fused_llama.completion_head_inputs`,
+        `algo.logp_entropy`); padding positions of the [B, Tc] results are 0 (every consumer masks
+        them). The values of `completion_logits` → log-softmax at the real tokens."""
+        # this call's own padding columns cut (a micro-batch's rows are often shorter than the
+        # batch's longest): positions come from the masks, so the real tokens' values are the same
+        cut = batch.trimmed()
+        real = cut.completion_mask.bool()
+        hidden, head = fused_llama.completion_head_inputs(self.model, *_tensors(cut), self.dtype)
+        logp, entropy = logp_entropy(F.linear(hidden, head), cut.completion_ids[real], temperature)
+        full = batch.completion_mask.bool()
+        zeros = torch.zeros(full.shape, dtype=logp.dtype, device=logp.device)
+        return zeros.masked_scatter(full, logp), zeros.masked_scatter(full, entropy)
 
 
 class _FusedCursor:

@@ -2,11 +2,11 @@
 once per model and device, never per micro-batch.
 
 Three backends, looked up by `backend_name`: `gpu` (`gpu_forward.build`: chunked LM
-head, fused decoder stack for Llama-family models) on a GPU; on a CPU `fused` and `model`, chosen
-as the CPU engine chooses its sampling backend (`rlvr.models.backends`): fused for the Llama
-family (`fused_llama`'s stack: same logits as the model's forward, fewer ops, an attention whose
-bf16 backward is fast on CPUs; the LM head and one log-softmax over the real completion tokens
-only, `algo.logp_entropy`), the model's own forward under autocast for anything else. A model wrapped for data
+head, fused decoder stack for Llama-family models) on a GPU; on a CPU the `fused` and `model`
+backends of `rlvr.models.backends` (the same two the CPU engine samples through): fused for the
+Llama family (same logits as the model's forward, fewer ops, an attention whose bf16 backward is
+fast on CPUs, the LM head and one log-softmax over the real completion tokens only), the model's
+own forward under autocast for anything else. A model wrapped for data
 parallelism always runs its own forward (`model`), whose hooks sync and gather the weights.
 
 Whether a model is wrapped is read from what it is (a DDP wrapper has `.module`; `fully_shard`
@@ -23,10 +23,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import torch
-import torch.nn.functional as F
 
-from rlvr.algo.logp_entropy import logp_entropy
-from rlvr.models import backends, fused_llama
+from rlvr.models import backends
 
 # (batch, temperature) -> (log-probs [B, Tc], entropies [B, Tc]); the batch is an `update.Batch`,
 # typed Any because update imports this module
@@ -77,27 +75,5 @@ def _cpu(kind: type):
     return lambda model, compute, autocast: kind(model, compute.device, autocast).logp_entropy
 
 
-def _fused(model, compute, autocast: bool) -> Forward:
-    """The fused decoder stack over the call's rows without their padding columns, then the LM
-    head and one log-softmax over the real completion tokens only (`fused_llama.
-    completion_head_inputs`, `algo.logp_entropy`); padding positions of the [B, Tc] results are 0
-    (every consumer masks them)."""
-    dtype = torch.bfloat16 if autocast else torch.float32
-
-    def fwd(batch, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
-        # this call's own padding columns cut (a micro-batch's rows are often shorter than the
-        # batch's longest): positions come from the masks, so the real tokens' values are the same
-        cut = batch.trimmed()
-        real = cut.completion_mask.bool()
-        hidden, head = fused_llama.completion_head_inputs(model, cut.prompt_ids, cut.prompt_mask,
-                                                          cut.completion_ids, cut.completion_mask, dtype)
-        logp, entropy = logp_entropy(F.linear(hidden, head), cut.completion_ids[real], temperature)
-        full = batch.completion_mask.bool()
-        zeros = torch.zeros(full.shape, dtype=logp.dtype, device=logp.device)
-        return zeros.masked_scatter(full, logp), zeros.masked_scatter(full, entropy)
-
-    return fwd
-
-
 _BUILD: dict[str, Callable[..., Forward]] = {
-    "gpu": _gpu, "fused": _fused, "model": _cpu(backends.ModelBackend)}
+    "gpu": _gpu, "fused": _cpu(backends.FusedBackend), "model": _cpu(backends.ModelBackend)}
