@@ -17,6 +17,7 @@ once), T the real (unpadded) prompt + completion tokens of the rows trained (and
 completion tokens only, the ones that carry loss), at the matmul rate measured in the same run:
 forward and backward (input and weight gradients) of every linear layer at one micro-batch's token
 count, in the update's dtype. Update and rate measurement alternate, repeat by repeat; medians.
+The C heap is trimmed before each update as a run trims it at each step's start.
 Peak RSS is sampled every 20 ms while each part runs.
 """
 
@@ -93,7 +94,7 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     import torch
 
-    from rlvr.models.device import cpu_computes_bf16
+    from rlvr.models.device import cpu_computes_bf16, trim_host_heap
     from rlvr.models.policy import load_policy
     from rlvr.training.update import Compute, default_loss_spec, update_policy
 
@@ -119,6 +120,7 @@ def main(argv=None) -> dict:
     rate_tokens = args.micro_batch_tokens or padded
     secs, rates = [], []
     for _ in range(args.repeats):
+        trim_host_heap()   # as a run does at each step's start (`Device.reset_peak_memory`)
         rss.turn = "update"
         t0 = time.perf_counter()
         update_policy(model, optimizer, batch, default_loss_spec(args.temperature), autocast=autocast,

@@ -71,6 +71,19 @@ class FusedBackend:
         self.model, self.device, self.vocab_limit = model, device or Device.cpu(), vocab_limit
         self.dtype = torch.bfloat16 if autocast else torch.float32
         self.weights = fused_llama.WeightCache(model, self.dtype)   # sampling only; training refuses
+        self._held: fused_llama.HeldWeights | None = None
+
+    @contextlib.contextmanager
+    def minibatch(self):
+        """Training forwards inside share one cast of the weights (`fused_llama.HeldWeights`);
+        the parameters' gradients are complete when the block ends (not before), the same bits
+        as one cast per forward. The weights must not change inside."""
+        held = self._held = fused_llama.HeldWeights()
+        try:
+            yield
+            held.release()
+        finally:
+            self._held = None
 
     def context(self):
         return contextlib.nullcontext()   # the fused weights carry the precision
@@ -99,7 +112,8 @@ class FusedBackend:
         # batch's longest): positions come from the masks, so the real tokens' values are the same
         cut = batch.trimmed()
         real = cut.completion_mask.bool()
-        hidden, head = fused_llama.completion_head_inputs(self.model, *_tensors(cut), self.dtype)
+        hidden, head = fused_llama.completion_head_inputs(self.model, *_tensors(cut), self.dtype,
+                                                          held=self._held)
         logp, entropy = logp_entropy(F.linear(hidden, head), cut.completion_ids[real], temperature)
         full = batch.completion_mask.bool()
         zeros = torch.zeros(full.shape, dtype=logp.dtype, device=logp.device)

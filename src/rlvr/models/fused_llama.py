@@ -27,7 +27,8 @@ import torch
 import torch.nn.functional as F
 
 from rlvr.models.decode_step import WHOLE_CACHE, decode_layers
-from rlvr.models.fused_ops import RMSNorm, Rotary
+from rlvr.models.fused_ops import RMSNorm, Rotary, SwiGLU
+from rlvr.models.held_weights import HeldWeights
 
 _ARCHITECTURES = ("llama", "qwen2")
 
@@ -62,14 +63,16 @@ class _Layer:
     bdown: torch.Tensor | None
 
 
-def _fused(linears, dtype) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """One weight matrix (and bias, if any part has one) for linears applied to the same input."""
-    weight = torch.cat([lin.weight for lin in linears]).to(dtype)
+def _fused(linears, dtype, held: HeldWeights | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """One weight matrix (and bias, if any part has one) for linears applied to the same input;
+    with `held`, its copy cast once for every forward of one minibatch."""
+    cat = torch.cat if held is None else held.fuse
+    weight = cat([lin.weight for lin in linears]).to(dtype)
     if all(lin.bias is None for lin in linears):
         return weight, None
-    bias = torch.cat([lin.bias if lin.bias is not None
-                      else torch.zeros(lin.out_features, device=lin.weight.device)
-                      for lin in linears]).to(dtype)
+    bias = cat([lin.bias if lin.bias is not None
+                else torch.zeros(lin.out_features, device=lin.weight.device)
+                for lin in linears]).to(dtype)
     return weight, bias
 
 
@@ -78,7 +81,7 @@ class Weights:
     `linear` applies one of its matrices: F.linear, or oneDNN's kernel on prepacked matrices
     after `pack` (sampling only)."""
 
-    def __init__(self, model, dtype: torch.dtype = torch.float32):
+    def __init__(self, model, dtype: torch.dtype = torch.float32, held: HeldWeights | None = None):
         cfg, inner = model.config, model.model
         self.dtype = dtype
         self.linear: Callable[..., torch.Tensor] = F.linear
@@ -91,14 +94,16 @@ class Weights:
         # nn.Embedding's padding_idx row gets no gradient in the HF forward; F.embedding needs it named
         self.padding_idx = inner.embed_tokens.padding_idx
         self.final_norm = inner.norm.weight.float()
-        self.lm_head = model.lm_head.weight.to(dtype)
+        head = model.lm_head.weight
+        tied = head is self.embed
+        self.lm_head = head.to(dtype) if held is None or tied else held.single(head, dtype)
         self.layers = [_Layer(layer.input_layernorm.weight.float(),
                               *_fused([layer.self_attn.q_proj, layer.self_attn.k_proj,
-                                       layer.self_attn.v_proj], dtype),
-                              *_fused([layer.self_attn.o_proj], dtype),
+                                       layer.self_attn.v_proj], dtype, held),
+                              *_fused([layer.self_attn.o_proj], dtype, held),
                               layer.post_attention_layernorm.weight.float(),
-                              *_fused([layer.mlp.gate_proj, layer.mlp.up_proj], dtype),
-                              *_fused([layer.mlp.down_proj], dtype))
+                              *_fused([layer.mlp.gate_proj, layer.mlp.up_proj], dtype, held),
+                              *_fused([layer.mlp.down_proj], dtype, held))
                        for layer in inner.layers]
 
     def pack(self) -> "Weights":
@@ -161,8 +166,8 @@ def run_layers(w: Weights, h: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
         # float32 + bf16 adds in float32 (the bf16 operand converted exactly on the fly): the values
         # of `h + x.float()`, and the backward casts the gradient to bf16 once either way
         h = h + w.linear(o.transpose(1, 2).reshape(b, t, nh * hd), layer.wo, layer.bo)
-        gate, up = w.linear(w.norm(h, layer.norm2), layer.wgu, layer.bgu).chunk(2, -1)
-        h = h + w.linear(F.silu(gate) * up, layer.wdown, layer.bdown)
+        h = h + w.linear(SwiGLU.apply(w.linear(w.norm(h, layer.norm2), layer.wgu, layer.bgu)),
+                         layer.wdown, layer.bdown)
     return h
 
 
@@ -221,13 +226,14 @@ def completion_logits(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor
 
 def completion_head_inputs(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor,
                            completion_ids: torch.Tensor, completion_mask: torch.Tensor,
-                           dtype: torch.dtype = torch.float32,
-                           share_prompts: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+                           dtype: torch.dtype = torch.float32, share_prompts: bool = True,
+                           held: HeldWeights | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(hidden [N, d], head [V, d]), both in `dtype`: the LM head's input at the N real completion
     tokens only (`completion_mask`'s ones, row by row), after the final norm, and its weight.
     `hidden @ head.T` are the rows of `completion_logits` at those tokens: padding never reaches
-    the head or the softmax over the vocabulary."""
-    w = Weights(model, dtype)
+    the head or the softmax over the vocabulary. With `held`, the matrices cast once per minibatch
+    (`HeldWeights`)."""
+    w = Weights(model, dtype, held)
     h = _predicting(w, prompt_ids, prompt_mask, completion_ids, completion_mask, share_prompts)
     return w.norm(h[completion_mask.bool()], w.final_norm), w.lm_head
 

@@ -4,13 +4,14 @@ Why: on a CPU the update's time outside the matmuls goes to full-width elementwi
 temporaries they allocate; autograd's chain through an RMSNorm or a rotary embedding makes several
 times the passes the gradient needs. Guaranteed: each forward gives the bits of the plain ops it
 replaces (`F.rms_norm(h, w).to(dtype)`; `x·cos + rot(x)·sin` in float32, as transformers does);
-the rotary backward gives autograd's bits too, the RMSNorm backward autograd's gradient to float
-rounding. Tested against the plain formulas in tests/unit/test_fused_ops.py.
+the rotary and SwiGLU backwards give autograd's bits too, the RMSNorm backward autograd's gradient
+to float rounding. Tested against the plain formulas in tests/unit/test_fused_ops.py.
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 
 class RMSNorm(torch.autograd.Function):
@@ -66,3 +67,26 @@ class Rotary(torch.autograd.Function):
         cos, sin = ctx.saved_tensors
         g = grad.float()
         return (g * cos).add_(_half_turn(g * sin, 1.0)).to(ctx.dtype), None, None
+
+
+class SwiGLU(torch.autograd.Function):
+    """silu(gate)·up of gu = [gate | up] (halves of the last dimension), its backward writing both
+    halves' gradients straight into one tensor of gu's shape: autograd's products and
+    `silu_backward`, in its order, without the concatenation the chunk's backward makes (a full
+    pass over the MLP's widest activation per layer)."""
+
+    @staticmethod
+    def forward(ctx, gu):
+        gate, up = gu.chunk(2, -1)
+        act = F.silu(gate)
+        ctx.save_for_backward(gate, up, act)
+        return act * up
+
+    @staticmethod
+    def backward(ctx, grad):
+        gate, up, act = ctx.saved_tensors
+        out = torch.empty((*gate.shape[:-1], 2 * gate.shape[-1]), dtype=grad.dtype, device=grad.device)
+        d_gate, d_up = out.chunk(2, -1)
+        torch.mul(grad, act, out=d_up)
+        torch.ops.aten.silu_backward.grad_input(grad * up, gate, grad_input=d_gate)
+        return out

@@ -20,6 +20,7 @@ after wrapping).
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable
 
 import torch
@@ -61,6 +62,14 @@ def backend_name(model, compute) -> str:
 def choose(model, compute, autocast: bool) -> Forward:
     """The training forward of `model` under `compute` (an `update.Compute`) and `autocast`."""
     return _BUILD[backend_name(model, compute)](model, compute, autocast)
+
+
+def minibatch(fwd: Forward, parts: int):
+    """The context one minibatch's `parts` micro-batch forwards and backwards run in: on the fused
+    CPU backend with more than one part, the weights cast once for all of them
+    (`FusedBackend.minibatch`; gradients complete when it ends, the same bits); elsewhere nothing."""
+    hold = getattr(getattr(fwd, "__self__", None), "minibatch", None)
+    return hold() if hold is not None and parts > 1 else contextlib.nullcontext()
 
 
 def _gpu(model, compute, autocast: bool) -> Forward:

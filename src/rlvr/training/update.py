@@ -37,6 +37,7 @@ statistics are means over ranks of each rank's means.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
@@ -46,7 +47,7 @@ import torch
 from rlvr.algo.losses import grpo_loss, seq_mean_token_sum_norm
 from rlvr.algo.offpolicy import mismatch_metrics
 from rlvr.algo.variants import high_entropy_mask, mask_truncated, ppo_surrogate, token_log_ratio
-from rlvr.models.device import Device
+from rlvr.models.device import Device, host_heap_kept
 from rlvr.models.policy import left_pad, right_pad
 from rlvr.training import forward
 from rlvr.training.plan import Minibatch, Part, UpdatePlan, minibatches, pass_order, plan_update, split_rows
@@ -205,6 +206,23 @@ def update_policy(model, optimizer, batch: Batch, spec: LossSpec, *, mu: int = 1
     if plan.empty:
         return {"active_fraction": 0.0, "optimizer_steps": 0.0, "lr": lr}
     stats: dict[str, list[float]] = {"active_fraction": [float(plan.active.float().mean())]}
+    # on a CPU the update's large temporaries stay in the C heap from one micro-batch to the next
+    # (`host_heap_kept`); the run returns the heap at the next step's start
+    with contextlib.nullcontext() if compute.device.is_cuda else host_heap_kept():
+        steps = _passes(model, optimizer, batch, spec, plan, trim, mu, grad_clip, reference, autocast,
+                        generator, compute, dp, stats)
+    out = {k: sum(v) / len(v) for k, v in stats.items()}
+    if dp is not None:
+        out = dp.all_mean(out)
+    out["optimizer_steps"] = float(steps)
+    out["lr"] = lr
+    return out
+
+
+def _passes(model, optimizer, batch: Batch, spec: LossSpec, plan: UpdatePlan, trim: bool, mu: int,
+            grad_clip: float, reference, autocast: bool, generator, compute: Compute, dp,
+            stats: dict[str, list[float]]) -> int:
+    """The update's μ passes over its minibatches (`update_policy`'s body); optimizer steps taken."""
     work = batch.rows(plan.rows).trimmed(completions=trim).to(compute.device)
     step = _Step(model, optimizer, forward.choose(model, compute, autocast), spec, plan, work,
                  grad_clip, dp, stats)
@@ -223,12 +241,7 @@ def update_policy(model, optimizer, batch: Batch, spec: LossSpec, *, mu: int = 1
             steps += 1
     if step.seen:
         _mismatch_stats(spec, step.seen, stats)
-    out = {k: sum(v) / len(v) for k, v in stats.items()}
-    if dp is not None:
-        out = dp.all_mean(out)
-    out["optimizer_steps"] = float(steps)
-    out["lr"] = lr
-    return out
+    return steps
 
 
 class _Step:
@@ -255,11 +268,12 @@ class _Step:
         loss = torch.zeros(())
         # Micro-batches add up to the minibatch's loss: each part's normaliser is the
         # minibatch's, so the summed gradients equal one backward over the whole minibatch.
-        for part in mb.parts:
-            part_loss = self._part_loss(rows if part.rows is None else rows.rows(part.rows), mb, part)
-            part_loss = part_loss * (mb.weight * part.weight)
-            part_loss.backward()
-            loss = part_loss.detach() if part.rows is None else loss + part_loss.detach().cpu()
+        with forward.minibatch(self.forward, len(mb.parts)):
+            for part in mb.parts:
+                part_loss = self._part_loss(rows if part.rows is None else rows.rows(part.rows), mb, part)
+                part_loss = part_loss * (mb.weight * part.weight)
+                part_loss.backward()
+                loss = part_loss.detach() if part.rows is None else loss + part_loss.detach().cpu()
         grad_norm = _step(self.model, self.optimizer, loss, self.grad_clip, self.dp)
         self.stats.setdefault("loss", []).append(float(loss))
         self.stats.setdefault("grad_norm", []).append(grad_norm)
