@@ -123,3 +123,17 @@ def test_a_call_without_real_tokens_still_backpropagates():
     assert logp.shape == entropy.shape == (0,)
     (logp.sum() + entropy.sum()).backward()   # a micro-batch of empty completions: no error, zero gradient
     assert logits.grad.shape == logits.shape
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("rows_per_block", [1, 5, 37, 64])
+def test_row_blocks_give_the_bits_of_one_block(dtype, rows_per_block, monkeypatch):
+    """The forward works in row blocks (cache-sized); any block size gives the same values, the
+    reference functions' bits (a block of 5 rows leaves a last block of 2 of the 37)."""
+    from rlvr.algo import logp_entropy as module
+
+    logits, tokens = _logits(dtype)
+    monkeypatch.setattr(module, "CHUNK_ELEMENTS", rows_per_block * logits.shape[1])
+    logp, entropy = logp_entropy(logits, tokens, 0.7)
+    ref_logp, ref_entropy = _reference(logits, tokens, 0.7)
+    assert torch.equal(logp, ref_logp) and torch.equal(entropy, ref_entropy)

@@ -22,17 +22,31 @@ import torch
 from torch import Tensor
 
 
+# elements of one row block of the forward: 256K float32 (1 MiB) fits a core's L2 with its copies
+CHUNK_ELEMENTS = 1 << 18
+
+
 class _LogpEntropy(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits: Tensor, tokens: Tensor, temperature: float):
-        z = logits.float()
-        if temperature != 1.0:
-            # a fresh float32 copy when logits are not float32 already; divide in place only then
-            z = z.div_(temperature) if z is not logits else z / temperature
-        logp = torch.log_softmax(z, dim=-1)
-        del z
-        probs = logp.exp()
-        entropy = -(probs * logp).sum(-1)
+        n, v = logits.shape
+        logp = torch.empty((n, v), dtype=torch.float32, device=logits.device)
+        probs = torch.empty_like(logp)
+        entropy = torch.empty(n, dtype=torch.float32, device=logits.device)
+        # row blocks of about CHUNK_ELEMENTS: the float copy, the division and the entropy's
+        # product stay in the core's cache, and memory sees one read of the logits and one write
+        # each of log π and π (every op here works row by row: the same bits as whole-tensor ops)
+        rows = max(1, CHUNK_ELEMENTS // max(v, 1))
+        for start in range(0, n, rows):
+            block = slice(start, start + rows)
+            z = logits[block].float()
+            if temperature != 1.0:
+                # a fresh float32 copy when logits are not float32 already (divided in place); a
+                # view of the caller's logits otherwise (never divided in place)
+                z = z / temperature if logits.dtype == torch.float32 else z.div_(temperature)
+            torch.log_softmax(z, dim=-1, out=logp[block])
+            torch.exp(logp[block], out=probs[block])
+            torch.neg((probs[block] * logp[block]).sum(-1), out=entropy[block])
         ctx.save_for_backward(logp, probs, entropy, tokens)
         ctx.temperature, ctx.dtype = temperature, logits.dtype
         ctx.set_materialize_grads(False)   # an output the loss never used arrives as None, not zeros
