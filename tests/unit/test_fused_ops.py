@@ -1,4 +1,4 @@
-"""The fused stack's rotary embedding (a hand-written backward) and attention (scale and mask in
+"""The fused stack's rotary embedding of q and k (a hand-written backward), its SwiGLU, and attention (scale and mask in
 place) give bit for bit the values and gradients of the plain out-of-place formulas, in float32
 and with bf16 inputs, for grouped-query and plain attention; its RMSNorm the bits of `F.rms_norm`
 and autograd's gradients to float rounding."""
@@ -38,15 +38,32 @@ def _value_and_grads(fn, inputs, n_grad):
     return [out.detach()] + [x.grad for x in leaves[:n_grad]]
 
 
+def _plain_qkv_rotary(qkv, cos, sin, nh, nk):
+    b, t, _ = qkv.shape
+    hd = qkv.shape[-1] // (nh + 2 * nk)
+    qk, v = qkv.split([(nh + nk) * hd, nk * hd], -1)
+    q, k = _plain_rotate(qk.view(b, t, nh + nk, hd).transpose(1, 2), cos, sin).split([nh, nk], 1)
+    return q, k, v.view(b, t, nk, hd).transpose(1, 2)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_rotary_is_bit_identical_to_the_plain_formula(dtype):
+@pytest.mark.parametrize("heads", [(6, 2), (4, 4)])
+def test_qkv_rotary_is_bit_identical_to_the_plain_formula(dtype, heads):
+    from rlvr.models.fused_ops import QKVRotary
+
     g = torch.Generator().manual_seed(0)
-    x = torch.randn(3, 6, 5, 8, generator=g).to(dtype)
-    cos, sin = torch.randn(3, 1, 5, 8, generator=g), torch.randn(3, 1, 5, 8, generator=g)
-    ours = _value_and_grads(fused_llama._rotate, (x, cos, sin), 1)
-    plain = _value_and_grads(_plain_rotate, (x, cos, sin), 1)
-    assert ours[0].dtype == dtype and ours[1].dtype == dtype
-    assert all(torch.equal(a, b) for a, b in zip(ours, plain))
+    (nh, nk), b, t, hd = heads, 3, 5, 8
+    qkv = torch.randn(b, t, (nh + 2 * nk) * hd, generator=g).to(dtype)
+    cos, sin = torch.randn(b, 1, t, hd, generator=g), torch.randn(b, 1, t, hd, generator=g)
+    results = []
+    for fn in (QKVRotary.apply, _plain_qkv_rotary):
+        x = qkv.clone().requires_grad_()
+        outs = fn(x, cos, sin, nh, nk)
+        weights = [torch.linspace(-2, 3 + i, o.numel()).view(o.shape) for i, o in enumerate(outs)]
+        sum((o.float() * wt).sum() for o, wt in zip(outs, weights)).backward()
+        results.append([o.detach() for o in outs] + [x.grad])
+    assert all(r.dtype == dtype for r in results[0])
+    assert all(torch.equal(a, b) for a, b in zip(*results))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

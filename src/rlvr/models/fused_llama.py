@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from rlvr.models.decode_step import WHOLE_CACHE, decode_layers
-from rlvr.models.fused_ops import RMSNorm, Rotary, SwiGLU
+from rlvr.models.fused_ops import QKVRotary, RMSNorm, SwiGLU
 from rlvr.models.held_weights import HeldWeights
 
 _ARCHITECTURES = ("llama", "qwen2")
@@ -160,9 +160,8 @@ def run_layers(w: Weights, h: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
     b, t, _ = h.shape
     hd, nh, nk = w.head_dim, w.heads, w.kv_heads
     for i, layer in enumerate(w.layers):
-        qk, v = w.linear(w.norm(h, layer.norm1), layer.wqkv, layer.bqkv).split([(nh + nk) * hd, nk * hd], -1)
-        q, k = _rotate(qk.view(b, t, nh + nk, hd).transpose(1, 2), cos, sin).split([nh, nk], 1)
-        o = attend(i, q, k, v.view(b, t, nk, hd).transpose(1, 2))
+        q, k, v = QKVRotary.apply(w.linear(w.norm(h, layer.norm1), layer.wqkv, layer.bqkv), cos, sin, nh, nk)
+        o = attend(i, q, k, v)
         # float32 + bf16 adds in float32 (the bf16 operand converted exactly on the fly): the values
         # of `h + x.float()`, and the backward casts the gradient to bf16 once either way
         h = h + w.linear(o.transpose(1, 2).reshape(b, t, nh * hd), layer.wo, layer.bo)
@@ -173,11 +172,6 @@ def run_layers(w: Weights, h: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
 
 def logits(w: Weights, h: torch.Tensor) -> torch.Tensor:
     return w.linear(w.norm(h, w.final_norm), w.lm_head).float()
-
-
-def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotary embedding in float32 (as transformers does), returned in x's dtype."""
-    return Rotary.apply(x, cos, sin)
 
 
 def eager_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,

@@ -4,8 +4,8 @@ Why: on a CPU the update's time outside the matmuls goes to full-width elementwi
 temporaries they allocate; autograd's chain through an RMSNorm or a rotary embedding makes several
 times the passes the gradient needs. Guaranteed: each forward gives the bits of the plain ops it
 replaces (`F.rms_norm(h, w).to(dtype)`; `x·cos + rot(x)·sin` in float32, as transformers does);
-the rotary and SwiGLU backwards give autograd's bits too, the RMSNorm backward autograd's gradient
-to float rounding. Tested against the plain formulas in tests/unit/test_fused_ops.py.
+the rotary (`QKVRotary`) and SwiGLU backwards give autograd's bits too, the RMSNorm backward
+autograd's gradient to float rounding. Tested against the plain formulas in tests/unit/test_fused_ops.py.
 """
 
 from __future__ import annotations
@@ -48,25 +48,41 @@ def _half_turn(x: torch.Tensor, sign: float) -> torch.Tensor:
     return torch.cat([first, second], dim=-1)
 
 
-class Rotary(torch.autograd.Function):
-    """x·cos + rot(x)·sin with its backward written out: the same float32 values, forward and
-    backward, as autograd through those ops (each gradient element is the same two-term sum; the
-    slices' zero-filled gradients only ever add 0), with fewer full-size temporaries in both."""
+class QKVRotary(torch.autograd.Function):
+    """(q [B, H, T, D], k [B, K, T, D], v [B, K, T, D]) of one projection qkv [B, T, (H + 2K)·D]:
+    q and k rotated, x·cos + rot(x)·sin in float32 (as transformers does) and returned in qkv's
+    dtype, v a view. The backward writes all three gradients straight into one tensor of qkv's
+    layout: the same float32 values as autograd through those ops (each gradient element is the
+    same two-term sum; the slices' zero-filled gradients only ever add 0), rounded once, without
+    the concatenations of the two splits' backwards or the copy that reshapes the heads back."""
 
     @staticmethod
-    def forward(ctx, x, cos, sin):
+    def forward(ctx, qkv, cos, sin, heads: int, kv_heads: int):
+        b, t, width = qkv.shape
+        d = width // (heads + 2 * kv_heads)
+        x = qkv.view(b, t, heads + 2 * kv_heads, d).transpose(1, 2)
+        qk = x[:, :heads + kv_heads]
         # bf16 x times float32 tables multiplies in float32 (x converted exactly): no float copy of x
-        out = x * cos
-        out.add_(_half_turn(x, -1.0) * sin)
+        out = qk * cos
+        out.add_(_half_turn(qk, -1.0) * sin)
         ctx.save_for_backward(cos, sin)
-        ctx.dtype = x.dtype
-        return out.to(x.dtype)
+        ctx.heads, ctx.kv_heads, ctx.qkv_shape = heads, kv_heads, qkv.shape
+        q, k = out.to(qkv.dtype).split([heads, kv_heads], 1)
+        return q, k, x[:, heads + kv_heads:]
 
     @staticmethod
-    def backward(ctx, grad):
+    def backward(ctx, dq, dk, dv):
         cos, sin = ctx.saved_tensors
-        g = grad.float()
-        return (g * cos).add_(_half_turn(g * sin, 1.0)).to(ctx.dtype), None, None
+        heads, kv_heads = ctx.heads, ctx.kv_heads
+        b, t, width = ctx.qkv_shape
+        out = torch.empty((b, t, heads + 2 * kv_heads, width // (heads + 2 * kv_heads)), dtype=dv.dtype,
+                          device=dv.device)
+        view = out.transpose(1, 2)
+        for grad, part in ((dq, view[:, :heads]), (dk, view[:, heads:heads + kv_heads])):
+            g = grad.float()
+            part.copy_((g * cos).add_(_half_turn(g * sin, 1.0)))
+        view[:, heads + kv_heads:].copy_(dv)
+        return out.view(b, t, width), None, None, None, None
 
 
 class SwiGLU(torch.autograd.Function):

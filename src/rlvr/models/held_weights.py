@@ -51,7 +51,7 @@ class HeldWeights:
     steps after it). A tied LM head stays on the per-forward path (its gradient meets the
     embedding's inside each backward)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._entries: dict[tuple[int, ...], _Entry] = {}
 
     def fuse(self, parts: list[torch.Tensor]) -> "_Cast":
