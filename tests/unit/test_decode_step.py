@@ -6,6 +6,7 @@ import torch
 
 from rlvr.models import decode_step, fused_llama
 from rlvr.models.device import cpu_computes_bf16
+from rlvr.models.fused_ops import QKVRotary
 from rlvr.models.policy import positions
 from rlvr.testing import zoo
 
@@ -16,8 +17,11 @@ def test_sign_folded_rotary_is_the_rotate_half_rotary_bit_for_bit():
     w = fused_llama.Weights(zoo.gqa_llama())
     cos, sin = w.rope_table(40)
     pos = torch.tensor([3, 17, 39, 0, 25])
-    x = torch.randn(5, 6, w.head_dim).to(torch.bfloat16)           # [B, heads, D]
-    theirs = fused_llama._rotate(x[:, :, None], cos[pos][:, None, None], sin[pos][:, None, None])[:, :, 0]
+    x = torch.randn(5, 6, w.head_dim).to(torch.bfloat16)           # [B, heads, D]: 4 query heads, 2 key
+    # the training forward's rotary (`fused_ops.QKVRotary`, one token per row, v heads zero)
+    qkv = torch.cat([x, torch.zeros(5, 2, w.head_dim, dtype=x.dtype)], 1).reshape(5, 1, -1)
+    q, k, _ = QKVRotary.apply(qkv, cos[pos][:, None, None], sin[pos][:, None, None], 4, 2)
+    theirs = torch.cat([q, k], 1)[:, :, 0]
     ours = decode_step._rotate(x, cos[pos][:, None], decode_step.fold_sin(sin)[pos][:, None])
     assert torch.equal(ours.to(torch.bfloat16), theirs)
 
