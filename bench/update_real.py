@@ -24,9 +24,11 @@ Peak RSS is sampled every 20 ms while each part runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
+import resource
 import statistics
 import sys
 import time
@@ -47,6 +49,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--fp32", action="store_true", help="float32 matrices even where bf16 is native")
+    p.add_argument("--no-heap-kept", action="store_true", help="the update without `device.host_heap_kept` "
+                   "(large blocks mmap'd afresh per micro-batch, as glibc does by itself): its A/B")
     p.add_argument("--profile", action="store_true", help="after the timed repeats, one more update under "
                    "torch.profiler: the 25 ops with the most self time")
     return p.parse_args(argv)
@@ -96,8 +100,11 @@ def main(argv=None) -> dict:
 
     from rlvr.models.device import cpu_computes_bf16, trim_host_heap
     from rlvr.models.policy import load_policy
+    from rlvr.training import update
     from rlvr.training.update import Compute, default_loss_spec, update_policy
 
+    if args.no_heap_kept:
+        update.host_heap_kept = contextlib.nullcontext
     torch.set_num_threads(args.threads)
     native = cpu_computes_bf16()
     autocast = native and not args.fp32
@@ -129,6 +136,7 @@ def main(argv=None) -> dict:
         rss.turn = "floor"
         rates.append(matmul_rate(model, dtype, rate_tokens))
     peaks = rss.stop()
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt   # the whole process: compare A/B only
     if args.profile:
         profile_update(lambda: update_policy(model, optimizer, batch, default_loss_spec(args.temperature),
                                              autocast=autocast, compute=compute))
@@ -141,11 +149,13 @@ def main(argv=None) -> dict:
            "update_range_s": [min(secs), max(secs)], "matmul_gflops": rate / 1e9, "floor_s": floor_s,
            "of_floor": floor_s / update_s,
            "strict_floor_s": strict_s, "of_strict_floor": strict_s / update_s, "peak_rss_mb": peaks,
+           "heap_kept": not args.no_heap_kept, "process_minor_faults": faults,
            "load_avg_1min": os.getloadavg()[0]}
     print(f"update {update_s:.2f} s [{min(secs):.2f}, {max(secs):.2f}]; floor 6 x P x T = "
           f"{floor_s:.2f} s at {rate / 1e9:.0f} GFLOP/s (measured here): {out['of_floor']:.0%} of floor; "
           f"with T = completion tokens only {strict_s:.2f} s: {out['of_strict_floor']:.0%}; "
-          f"peak RSS MB {peaks}; load {out['load_avg_1min']:.2f}")
+          f"peak RSS MB {peaks}; heap kept {out['heap_kept']}; process minor page faults {faults}; "
+          f"load {out['load_avg_1min']:.2f}")
     print(json.dumps(out))
     return out
 
