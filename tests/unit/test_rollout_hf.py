@@ -192,16 +192,33 @@ def test_a_fused_optimizer_step_reaches_sampling_through_load_weights():
 def test_bf16_sampling_matrices_are_prepacked_and_give_the_same_bits():
     """oneDNN's prepacked bf16 matmul is the kernel F.linear runs after its per-call reorder: the
     decode's logits, prefill and cached steps, must not change by a bit."""
-    model = zoo.gqa_llama()
-    packed = fused_llama.WeightCache(model, torch.bfloat16).get()
-    plain = fused_llama.Weights(model, torch.bfloat16)
+    first, step = _packed_and_plain_decode(zoo.gqa_llama(), torch.bfloat16)
+    assert torch.equal(first[0], first[1]) and torch.equal(step[0], step[1])
+
+
+@pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="no oneDNN in this torch build")
+def test_fp32_sampling_matrices_are_prepacked_at_real_widths_only():
+    """In float32 the blocked layout pays at a real model's widths, not at a tiny model's: packed
+    from the threshold up (width 512: a 512 x 512 attention output), plain below it, and the
+    packed decode's logits equal the plain one's to float32 rounding (oneDNN sums in another order)."""
+    narrow = fused_llama.WeightCache(zoo.gqa_llama(hidden=256), torch.float32).get()
+    assert narrow.linear is torch.nn.functional.linear
+    first, step = _packed_and_plain_decode(zoo.gqa_llama(hidden=512), torch.float32)
+    torch.testing.assert_close(first[0], first[1], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(step[0], step[1], atol=1e-5, rtol=1e-5)
+
+
+def _packed_and_plain_decode(model, dtype):
+    """(prefill logits, cached-step logits), each as (packed, plain), of one decode of `model`."""
+    packed = fused_llama.WeightCache(model, dtype).get()
+    plain = fused_llama.Weights(model, dtype)
     assert packed.linear is not torch.nn.functional.linear and plain.linear is torch.nn.functional.linear
     ids = torch.tensor([[0, 0, 5, 9, 11], [3, 4, 5, 6, 7]])
     mask = (torch.arange(5) >= torch.tensor([[2], [0]])).long()
     pos = positions(mask)
     out = []
     for w in (packed, plain):
-        dec = fused_llama.Decoder(model, torch.bfloat16, w)
+        dec = fused_llama.Decoder(model, dtype, w)
         dec.allocate(4, 7)
         cos, sin = w.rope_table(7)
         with torch.no_grad():
@@ -212,4 +229,4 @@ def test_bf16_sampling_matrices_are_prepacked_and_give_the_same_bits():
             step = dec.forward(first.argmax(-1)[:, None], cos[nxt][:, None, None], sin[nxt][:, None, None], 5,
                                keys[:, None, None, :6])
         out.append((first, step))
-    assert torch.equal(out[0][0], out[1][0]) and torch.equal(out[0][1], out[1][1])
+    return (out[0][0], out[1][0]), (out[0][1], out[1][1])

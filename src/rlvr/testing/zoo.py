@@ -57,14 +57,15 @@ def build(model_type: str, seed: int = 0):
     return model, tokenizer
 
 
-def gqa_llama(seed: int = 0):
+def gqa_llama(seed: int = 0, hidden: int = 32):
     """A tiny Llama whose 4 query heads share 2 key/value heads (the SmolLM2 layout, 9 and 3),
-    vocabulary 64, in eval mode: for tests that compare two forwards of the same weights."""
+    vocabulary 64, in eval mode: for tests that compare two forwards of the same weights.
+    `hidden` sets the width (MLP twice it), e.g. to reach a real model's matrix sizes."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+    cfg = LlamaConfig(vocab_size=64, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=2,
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
     return LlamaForCausalLM(cfg).eval()
 
