@@ -134,7 +134,7 @@ class Weights:
         return RMSNorm.apply(h, weight, self.eps, self.dtype)
 
 
-# float32 matrices are packed when the model's smallest one (attention out, d x d) has at least
+# float32 matrices are packed when the model's attention matrix (d x H*D: out, or q) has at least
 # this many elements: 576 x 576 (SmolLM2-135M) gains 1.2x a matmul, 1024 x 128 (the tiny model's
 # largest) loses 3-8 % and its 128 x 128 ones 2.5x (one thread, 32 and 128 rows, AVX2 AMD EPYC)
 PACK_FP32_MIN_ELEMENTS = 1 << 18
@@ -142,7 +142,8 @@ PACK_FP32_MIN_ELEMENTS = 1 << 18
 
 def _packable(dtype: torch.dtype, like: torch.Tensor) -> bool:
     """Whether the sampling matrices go to oneDNN's blocked layout: bf16 where the CPU computes
-    bf16 natively; float32 where `like`, the model's smallest matrix, is large enough to gain."""
+    bf16 natively; float32 where `like`, the model's attention-out (or q) matrix, is large enough
+    to gain (the k/v matrices of grouped-query attention are smaller; the engine fuses them with q)."""
     from rlvr.models.device import cpu_computes_bf16
 
     if (like.device.type != "cpu" or not torch.backends.mkldnn.is_available()
