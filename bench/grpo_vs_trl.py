@@ -170,7 +170,7 @@ def run_rlvr(cfg, baton: Baton, result: dict) -> None:
         for step in steps(log, start):
             baton.rlvr_turn.acquire()
             baton.on_turn("rlvr")
-            log.begin_step()          # the step's clock starts when it gets its turn
+            log.begin_step(step)      # the step's clock starts when it gets its turn
             yield step
             baton.trl_turn.release()
 

@@ -17,7 +17,10 @@ once), T the real (unpadded) prompt + completion tokens of the rows trained (and
 completion tokens only, the ones that carry loss), at the matmul rate measured in the same run:
 forward and backward (input and weight gradients) of every linear layer at one micro-batch's token
 count, in the update's dtype. Update and rate measurement alternate, repeat by repeat; medians.
-The C heap is trimmed before each update as a run trims it at each step's start.
+The C heap is trimmed before repeat k when k is a multiple of `TRIM_EVERY_STEPS`, as a run trims it
+at those steps' starts (`Device.reset_peak_memory`): the first repeat is an update after a trim, the
+slowest (it faults its whole working set in), later ones reuse the heap; `--trim-every 1` trims
+before every repeat (what runs did before; `host_memory.py` compares the periods over more updates).
 Peak RSS is sampled every 20 ms while each part runs.
 """
 
@@ -51,6 +54,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--fp32", action="store_true", help="float32 matrices even where bf16 is native")
     p.add_argument("--no-heap-kept", action="store_true", help="the update without `device.host_heap_kept` "
                    "(large blocks mmap'd afresh per micro-batch, as glibc does by itself): its A/B")
+    p.add_argument("--trim-every", type=int, default=0, help="trim the C heap before every k-th repeat "
+                   "(default: the run's own period, `models.device.TRIM_EVERY_STEPS`)")
     p.add_argument("--profile", action="store_true", help="after the timed repeats, one more update under "
                    "torch.profiler: the 25 ops with the most self time")
     return p.parse_args(argv)
@@ -98,7 +103,7 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     import torch
 
-    from rlvr.models.device import cpu_computes_bf16, trim_host_heap
+    from rlvr.models.device import TRIM_EVERY_STEPS, cpu_computes_bf16, trim_host_heap
     from rlvr.models.policy import load_policy
     from rlvr.training import update
     from rlvr.training.update import Compute, default_loss_spec, update_policy
@@ -126,8 +131,10 @@ def main(argv=None) -> dict:
     compute = Compute(micro_batch_tokens=args.micro_batch_tokens)
     rate_tokens = args.micro_batch_tokens or padded
     secs, rates = [], []
-    for _ in range(args.repeats):
-        trim_host_heap()   # as a run does at each step's start (`Device.reset_peak_memory`)
+    trim_every = args.trim_every or TRIM_EVERY_STEPS
+    for repeat in range(args.repeats):
+        if repeat % trim_every == 0:
+            trim_host_heap()   # as a run does at those steps' starts
         rss.turn = "update"
         t0 = time.perf_counter()
         update_policy(model, optimizer, batch, default_loss_spec(args.temperature), autocast=autocast,
@@ -149,7 +156,7 @@ def main(argv=None) -> dict:
            "update_range_s": [min(secs), max(secs)], "matmul_gflops": rate / 1e9, "floor_s": floor_s,
            "of_floor": floor_s / update_s,
            "strict_floor_s": strict_s, "of_strict_floor": strict_s / update_s, "peak_rss_mb": peaks,
-           "heap_kept": not args.no_heap_kept, "process_minor_faults": faults,
+           "heap_kept": not args.no_heap_kept, "trim_every": trim_every, "process_minor_faults": faults,
            "load_avg_1min": os.getloadavg()[0]}
     print(f"update {update_s:.2f} s [{min(secs):.2f}, {max(secs):.2f}]; floor 6 x P x T = "
           f"{floor_s:.2f} s at {rate / 1e9:.0f} GFLOP/s (measured here): {out['of_floor']:.0%} of floor; "

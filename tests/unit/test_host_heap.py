@@ -84,3 +84,33 @@ def test_inside_host_heap_kept_large_blocks_come_from_the_heap_and_after_it_are_
     done = subprocess.run([sys.executable, "-c", _KEPT_AND_MAPPED_AGAIN], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_cpu_run_trims_the_heap_every_few_steps_not_every_step(monkeypatch):
+    """Each trim makes the next update fault its whole working set back in (3-5 s of system time
+    per smollm2-preset update on a KVM guest): a run trims at every `TRIM_EVERY_STEPS`-th step."""
+    trimmed = []
+    monkeypatch.setattr(device, "trim_host_heap", lambda *a, **k: trimmed.append(step) or True)
+    cpu = device.Device.cpu()
+    for step in range(3 * device.TRIM_EVERY_STEPS + 1):
+        cpu.reset_peak_memory(step)
+    assert device.TRIM_EVERY_STEPS > 1
+    assert trimmed == [0, device.TRIM_EVERY_STEPS, 2 * device.TRIM_EVERY_STEPS, 3 * device.TRIM_EVERY_STEPS]
+
+
+def test_the_run_log_hands_each_step_index_to_the_device():
+    """`RunLog.steps` starts step k with `reset_peak_memory(k)`, so the trim period counts steps
+    (a resumed run included), not calls."""
+    from rlvr.config import load
+    from rlvr.training.runlog import Meter, RunLog
+
+    seen = []
+
+    class Recorder:
+        def reset_peak_memory(self, step=0):
+            seen.append(step)
+
+    log = RunLog(load("quickstart", ["grpo.steps=6", "run.progress=false"]), None, Recorder(), Meter(),
+                 show_progress=False)
+    assert list(log.steps(2)) == [2, 3, 4, 5]
+    assert seen == [2, 3, 4, 5]

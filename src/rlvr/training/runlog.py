@@ -4,7 +4,8 @@
 (the rollout source, the update) write into it, and `RunLog.step` turns it and the update's
 statistics into the step's line of `metrics.jsonl`, in a fixed key order: step, time, the group
 metrics, the update's statistics, timings, then the other metrics. `RunLog.steps` starts each
-step with an empty meter and a fresh peak-memory count.
+step with an empty meter and a fresh peak-memory count (on a CPU, every few steps, the C heap
+trimmed: `Device.reset_peak_memory`).
 
 State (`state_dict`, top-level checkpoint keys): the metrics-file offsets (a resumed run truncates
 the files back to them, so no line or completions.parquet row is written twice), the doctor's
@@ -77,13 +78,13 @@ class RunLog:
         with Progress(self.total, start, enabled=self.progress, plain_every=self.log_every) as bar:
             self.bar = bar
             for step in range(start, self.total):
-                self.begin_step()
+                self.begin_step(step)
                 yield step
 
-    def begin_step(self) -> None:
+    def begin_step(self, step: int = 0) -> None:
         self.step_started = time.perf_counter()
         self.meter.reset()
-        self.device.reset_peak_memory()
+        self.device.reset_peak_memory(step)
 
     def timed(self, name: str):
         return self.meter.timed(name)
