@@ -410,7 +410,7 @@ def main(argv=None) -> dict:
 
 def one_run(args) -> dict:
     from rlvr import config as config_mod
-    from rlvr.models.device import cpu_computes_bf16
+    from rlvr.models.device import cpu_computes_bf16, host_allocator
     from rlvr.models.policy import encode_prompt, load_policy
     from rlvr.models.quiet import quiet_transformers
     from rlvr.tasks.base import build_task
@@ -428,7 +428,8 @@ def one_run(args) -> dict:
     sampler = TaskSampler(task, args.prompts, args.seed)   # the draws rlvr's run makes, step by step
     problems = [p for step in range(args.steps) for p in sampler.next_batch(step)]
     heldout, verifiers = task.heldout(args.heldout), task.verifiers()
-    say(f"CPU: {cpu_name()}; native bf16: {cpu_computes_bf16()}; task {args.task}")
+    say(f"CPU: {cpu_name()}; native bf16: {cpu_computes_bf16()}; allocator: {host_allocator()} "
+        f"(both trainers); task {args.task}")
     sft_model, tokenizer = load_policy(str(sft_path))
     start_acc = heldout_accuracy(sft_model, tokenizer, heldout, args.max_new_tokens, verifiers,
                                  bool(args.model))
@@ -438,7 +439,8 @@ def one_run(args) -> dict:
     floors, rss = Floors(args, sft_model, Path(cfg.run.dir), prompt_len), RssByTurn()
     runs = train_both(args, cfg, sft_path, problems, verifiers[problems[0].verifier], floors, rss, say)
     report = {"model": args.model or "tiny cold start", "task": args.task, "cpu": cpu_name(),
-              "native_bf16": cpu_computes_bf16(), "seed": args.seed, "steps": args.steps,
+              "native_bf16": cpu_computes_bf16(), "allocator": host_allocator(), "seed": args.seed,
+              "steps": args.steps,
               "warmup_steps_excluded": args.warmup,
               "threads": __import__("torch").get_num_threads(), "group_size": args.group_size,
               "prompts_per_step": args.prompts, "max_new_tokens": args.max_new_tokens,
@@ -476,4 +478,9 @@ def one_run(args) -> dict:
 
 
 if __name__ == "__main__":
+    # both trainers on the allocator the `rlvr` command runs on (`rlvr.cli.allocator`: mimalloc where
+    # installed); they share this process, so TRL gets it too. RLVR_ALLOCATOR=system: glibc's.
+    from rlvr.cli.allocator import reexec_preloaded
+
+    reexec_preloaded([__file__, *sys.argv[1:]])
     main()

@@ -17,10 +17,12 @@ once), T the real (unpadded) prompt + completion tokens of the rows trained (and
 completion tokens only, the ones that carry loss), at the matmul rate measured in the same run:
 forward and backward (input and weight gradients) of every linear layer at one micro-batch's token
 count, in the update's dtype. Update and rate measurement alternate, repeat by repeat; medians.
-The C heap is trimmed before repeat k when k is a multiple of `TRIM_EVERY_STEPS`, as a run trims it
-at those steps' starts (`Device.reset_peak_memory`): the first repeat is an update after a trim, the
-slowest (it faults its whole working set in), later ones reuse the heap; `--trim-every 1` trims
-before every repeat (what runs did before; `host_memory.py` compares the periods over more updates).
+It runs on the allocator the `rlvr` command runs on (mimalloc where installed; RLVR_ALLOCATOR=system:
+glibc's). On glibc the C heap is trimmed before repeat k when k is a multiple of `TRIM_EVERY_STEPS`,
+as a run trims it at those steps' starts (`Device.reset_peak_memory`): the first repeat is an
+update after a trim, the slowest (it faults its whole working set in), later ones reuse the heap;
+`--trim-every 1` trims before every repeat (what runs did before; `host_memory.py` compares the
+periods and allocators over more updates).
 Peak RSS is sampled every 20 ms while each part runs.
 """
 
@@ -103,7 +105,7 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     import torch
 
-    from rlvr.models.device import TRIM_EVERY_STEPS, cpu_computes_bf16, trim_host_heap
+    from rlvr.models.device import TRIM_EVERY_STEPS, cpu_computes_bf16, host_allocator, trim_host_heap
     from rlvr.models.policy import load_policy
     from rlvr.training import update
     from rlvr.training.update import Compute, default_loss_spec, update_policy
@@ -123,7 +125,7 @@ def main(argv=None) -> dict:
     padded = batch.prompt_ids.numel() + batch.completion_ids.numel()
     params = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
     print(f"CPU: {cpu_name()}; native bf16: {native}; update in {dtype}; threads {args.threads}; "
-          f"load {os.getloadavg()[0]:.2f}", flush=True)
+          f"allocator {host_allocator()}; load {os.getloadavg()[0]:.2f}", flush=True)
     print(f"batch: {len(batch)} rows, {real} real tokens ({trained} of them completion tokens; {padded} "
           f"padded), {params / 1e6:.1f}M "
           f"multiplying parameters", flush=True)
@@ -156,7 +158,8 @@ def main(argv=None) -> dict:
            "update_range_s": [min(secs), max(secs)], "matmul_gflops": rate / 1e9, "floor_s": floor_s,
            "of_floor": floor_s / update_s,
            "strict_floor_s": strict_s, "of_strict_floor": strict_s / update_s, "peak_rss_mb": peaks,
-           "heap_kept": not args.no_heap_kept, "trim_every": trim_every, "process_minor_faults": faults,
+           "heap_kept": not args.no_heap_kept, "trim_every": trim_every, "allocator": host_allocator(),
+           "process_minor_faults": faults,
            "load_avg_1min": os.getloadavg()[0]}
     print(f"update {update_s:.2f} s [{min(secs):.2f}, {max(secs):.2f}]; floor 6 x P x T = "
           f"{floor_s:.2f} s at {rate / 1e9:.0f} GFLOP/s (measured here): {out['of_floor']:.0%} of floor; "
@@ -168,4 +171,8 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
+    # on the allocator the `rlvr` command runs on (`rlvr.cli.allocator`); RLVR_ALLOCATOR=system: glibc's
+    from rlvr.cli.allocator import reexec_preloaded
+
+    reexec_preloaded([__file__, *sys.argv[1:]])
     main()

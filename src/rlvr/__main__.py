@@ -1,7 +1,5 @@
 """`python -m rlvr` runs the `rlvr` command."""
 
-import sys
+from rlvr.cli import entry
 
-from rlvr.cli.main import main
-
-sys.exit(main())
+entry()

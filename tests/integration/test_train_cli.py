@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rlvr.cli import allocator
+
 
 def _records(run_dir: Path) -> list[dict]:
     return [json.loads(l) for l in (run_dir / "metrics.jsonl").read_text().splitlines()]
@@ -42,6 +44,9 @@ def test_grpo_cli_raises_reward_and_heldout_accuracy(tmp_path, cold_start_model)
     proc = subprocess.run([sys.executable, "-m", "rlvr.cli", "train", str(cfg)],
                           capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    # the command runs on mimalloc wherever it can be preloaded (rlvr.cli.allocator), and says so
+    expected = "glibc" if allocator.preload_reason() else "mimalloc"
+    assert f"allocator: {expected};" in proc.stdout, proc.stdout[:2000]
     steps = [r for r in _records(run_dir) if "reward/mean" in r]
     evals = [r for r in _records(run_dir) if "eval/accuracy" in r]
     assert len(steps) == 60 and [e["step"] for e in evals] == [15, 30, 45, 60]

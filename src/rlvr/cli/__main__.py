@@ -1,7 +1,5 @@
-"""`python -m rlvr.cli` runs the `rlvr` command."""
+"""`python -m rlvr.cli` runs the `rlvr` command (`entry`: on the allocator `rlvr.cli.allocator` chooses)."""
 
-import sys
+from rlvr.cli import entry
 
-from rlvr.cli.main import main
-
-sys.exit(main())
+entry()

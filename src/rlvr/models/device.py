@@ -186,9 +186,10 @@ TRIM_MIN_FREE_BYTES = 1 << 30
 
 # ...and only every this many steps. After a trim the next update faults back in every page it
 # reuses: on a KVM guest (Intel Xeon, AMX) 0.8-1.0 M faults and 3-5 s of system time in each
-# 15-22 s update of the smollm2 preset's batch. Never trimming lets fragmentation grow the heap
-# (RSS 4.3 -> 7.6 GB over 12 updates, still climbing); trimming every 4th step kept 12 updates
-# 1.1x faster than every step for 0.7 GB more peak RSS (`bench/host_memory.py`).
+# 15-22 s update of the smollm2 preset's batch. Over 12 such updates (`bench/host_memory.py`):
+# trimmed every 4th step 1.06x faster than every step for 0.4 GB more peak RSS (7.0 GB); never
+# trimmed 1.16x, its RSS at 7.7 GB. The `rlvr` command runs on mimalloc where it can
+# (`rlvr.cli.allocator`: 1.42x, 5.2 GB), and there all of this is a no-op.
 TRIM_EVERY_STEPS = 4
 
 
@@ -220,7 +221,7 @@ _STEADY_MMAP_THRESHOLD, _STEADY_TRIM_THRESHOLD, _DEFAULT_MMAP_MAX = 32 << 20, 64
 def host_heap_kept():
     """Inside: every C allocation from the heap (no mmap) and nothing returned to the system by
     `free`; after: glibc's steady-state thresholds again. The heap is returned where the run says
-    (`trim_host_heap`, at each step's start).
+    (`trim_host_heap`, at every `TRIM_EVERY_STEPS`-th step's start).
 
     Why: a training update allocates tensors of tens to hundreds of MB per micro-batch (a 49k
     vocabulary's logits and their softmax, the embedding's dense gradient). glibc serves every
@@ -240,6 +241,16 @@ def host_heap_kept():
         mallopt(_M_MMAP_MAX, _DEFAULT_MMAP_MAX)
         mallopt(_M_MMAP_THRESHOLD, _STEADY_MMAP_THRESHOLD)
         mallopt(_M_TRIM_THRESHOLD, _STEADY_TRIM_THRESHOLD)
+
+
+def host_allocator() -> str:
+    """The C allocator this process runs on: "mimalloc" when `rlvr.cli.allocator` preloaded it
+    (its library is mapped), else "glibc" (or whatever the platform's malloc is)."""
+    try:
+        with open("/proc/self/maps") as f:
+            return "mimalloc" if "libmimalloc" in f.read() else "glibc"
+    except OSError:
+        return "glibc"
 
 
 def heap_free_bytes() -> int | None:

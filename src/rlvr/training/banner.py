@@ -33,6 +33,8 @@ def banner(cfg: Config, device: Any, policy: Any, verifiers: dict[str, Any], tra
            heldout: Sequence[Any]) -> str:
     import torch
 
+    from rlvr.models.device import host_allocator
+
     params = sum(p.numel() for p in policy.parameters()) / 1e6
     precision = "bf16 autocast" if getattr(device, "bf16", False) else str(cfg.model.dtype)
     g = cfg.grpo
@@ -44,7 +46,7 @@ def banner(cfg: Config, device: Any, policy: Any, verifiers: dict[str, Any], tra
         f"  data: {_data(cfg, train, heldout)}",
         f"  verifiers: {', '.join(sorted(verifiers)) or 'none'}",
         f"  device: {getattr(device, 'torch', device)} ({precision}); threads: {torch.get_num_threads()}; "
-        f"engine: {cfg.rollout.engine}",
+        f"allocator: {host_allocator()}; engine: {cfg.rollout.engine}",
     ]
     return "\n".join(lines)
 
