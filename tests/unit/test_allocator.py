@@ -25,7 +25,8 @@ child = subprocess.run([sys.executable, "-c",
                        capture_output=True, text=True, check=True).stdout.strip()
 print(json.dumps({"pid": os.getpid(), "self": host_allocator(), "child": child,
                   "ld_preload": os.environ.get("LD_PRELOAD"),
-                  "purge": os.environ.get("MIMALLOC_PURGE_DELAY"), "marker": "RLVR_ALLOCATOR_LD_PRELOAD_WAS" in os.environ}))
+                  "purge": os.environ.get("MIMALLOC_PURGE_DELAY"),
+                  "marker": "RLVR_ALLOCATOR_LD_PRELOAD_WAS" in os.environ}))
 """
 
 
@@ -60,3 +61,16 @@ def test_a_callers_own_ld_preload_is_kept_for_the_children():
 def test_rlvr_allocator_system_keeps_glibc():
     seen = _probe({"RLVR_ALLOCATOR": "system"})
     assert seen["self"] == "glibc" and seen["child"] == "glibc"
+
+
+def test_interpreter_options_survive_the_reexec():
+    """torchrun starts its ranks with `python -u`: the re-executed process keeps that option."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("LD_PRELOAD", "RLVR_ALLOCATOR", "PYTHONUNBUFFERED")}
+    code = ("import sys; from rlvr.cli.allocator import reexec_preloaded; "
+            "reexec_preloaded(['-c', sys.argv[1]]) if len(sys.argv) > 1 else None; "
+            "from rlvr.models.device import host_allocator; "
+            "print(host_allocator(), sys.orig_argv[1], sys.flags.optimize)")
+    out = subprocess.run([sys.executable, "-u", "-O", "-c", code, code], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert out.stdout.split() == ["mimalloc", "-u", "1"], out.stdout + out.stderr[-2000:]

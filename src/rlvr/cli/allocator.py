@@ -77,7 +77,18 @@ def reexec_preloaded(argv: Sequence[str]) -> None:
     env[_WAS] = os.environ.get("LD_PRELOAD", "")
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(sys.executable, [sys.executable, *argv], env)
+    os.execve(sys.executable, [sys.executable, *_interpreter_options(), *argv], env)
+
+
+def _interpreter_options() -> list[str]:
+    """The interpreter's own options this process started with (`-u` from torchrun, `-X dev`...),
+    up to the module, script or command: the re-executed process keeps them."""
+    out = []
+    for arg in getattr(sys, "orig_argv", [])[1:]:
+        if arg in ("-m", "-c") or arg == sys.argv[0] or not arg.startswith("-"):
+            break
+        out.append(arg)
+    return out
 
 
 def preload_env(env: dict[str, str]) -> dict[str, str]:
