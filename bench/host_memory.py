@@ -9,11 +9,12 @@ same subsets under every variant, so updates pair up across variants), as the ro
 from step to step in a run. A variant `glibc:p` runs on glibc's malloc and calls
 `models.device.trim_host_heap()` before update k when k % p == 0, as `Device.reset_peak_memory(step)`
 does at each step's start (p = 0: never); `mimalloc` runs with libmimalloc preloaded and its
-options, as the `rlvr` command starts (`rlvr.cli.allocator`; the glibc trim is then a no-op). Each variant runs in its own
-interpreter, one after another, so no heap carries over. Printed per variant: the updates' total
-seconds (the first left out: it faults the whole working set in under every variant), their system
-seconds and page faults, the peak RSS and the RSS after the last update; then each total as a
-ratio to `glibc:1`'s (trimming at every step, what runs did before). The last line is JSON.
+options, as the `rlvr` command starts (`rlvr.cli.allocator`; the glibc trim is then a no-op). Each
+variant runs in its own interpreter, one after another, so no heap carries over. Printed per
+variant: the updates' total seconds (the first left out: it faults the whole working set in under
+every variant), their system seconds and page faults, the peak RSS and the RSS after the last
+update; then each total as a ratio to `glibc:1`'s (trimming at every step, what runs did before).
+The last line is JSON.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from stages import cpu_name  # noqa: E402
+from stages import _rss_mb, cpu_name  # noqa: E402
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -42,11 +43,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--child", nargs=2, metavar=("BATCH", "VARIANT"), help=argparse.SUPPRESS)
     return p.parse_args(argv)
-
-
-def _rss_gb() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**30
 
 
 def child(args) -> dict:
@@ -65,7 +61,7 @@ def child(args) -> dict:
     batch = Batch(**torch.load(path))
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, betas=(0.9, 0.99), weight_decay=0.0)
     compute, spec = Compute(micro_batch_tokens=args.micro_batch_tokens), default_loss_spec(0.7)
-    gen = torch.Generator().manual_seed(0)
+    gen, autocast = torch.Generator().manual_seed(0), cpu_computes_bf16()
     steps = []
     for k in range(args.updates):
         n = int(torch.randint(40, len(batch) + 1, (1,), generator=gen))
@@ -73,10 +69,10 @@ def child(args) -> dict:
         if period and k % period == 0:
             trim_host_heap()
         before, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-        update_policy(model, optimizer, batch.rows(rows), spec, autocast=cpu_computes_bf16(), compute=compute)
+        update_policy(model, optimizer, batch.rows(rows), spec, autocast=autocast, compute=compute)
         after = resource.getrusage(resource.RUSAGE_SELF)
         steps.append({"rows": n, "s": time.perf_counter() - t0, "sys_s": after.ru_stime - before.ru_stime,
-                      "faults": after.ru_minflt - before.ru_minflt, "rss_gb": _rss_gb()})
+                      "faults": after.ru_minflt - before.ru_minflt, "rss_gb": _rss_mb() / 1024})
         print(f"  {variant} update {k:2d}: {n} rows {steps[-1]['s']:.2f} s, system "
               f"{steps[-1]['sys_s']:.2f} s, {steps[-1]['faults']} faults, RSS {steps[-1]['rss_gb']:.2f} GB",
               flush=True)
@@ -93,8 +89,6 @@ def main(argv=None) -> dict:
         print("RESULT " + json.dumps(child(args)), flush=True)
         return {}
     import torch
-
-    sys.path.insert(0, str(Path(__file__).parent))
     from update_real import sample_batch
 
     from rlvr.cli.allocator import preload_env

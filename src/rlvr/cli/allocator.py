@@ -28,6 +28,7 @@ water mark, which mimalloc's size classes hold lower than glibc's fragmented hea
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from typing import Sequence
@@ -39,6 +40,7 @@ _CHOICE = "RLVR_ALLOCATOR"            # "system": no preload
 OPTIONS = {"MIMALLOC_PURGE_DELAY": "-1"}
 
 
+@functools.lru_cache(maxsize=1)
 def mimalloc_library() -> str | None:
     """The path of libmimalloc from the installed `cmeel-mimalloc` wheel, or None."""
     from importlib import metadata
