@@ -26,14 +26,15 @@ def test_sign_folded_rotary_is_the_rotate_half_rotary_bit_for_bit():
     assert torch.equal(ours.to(torch.bfloat16), theirs)
 
 
-def _steps(model, dtype, weights, use_step: bool, n: int = 2, steps: int = 3):
+def _steps(model, dtype, weights, use_step: bool, n: int = 2, steps: int = 3, grow: bool = False):
     """Logits of each decode step after a shared-prompt prefill, through `step` or `forward`, and
-    the key cache after them."""
+    the key cache after them (with `grow`, a cache allocated for the prompt and widened as the
+    steps need columns)."""
     ids = torch.tensor([[0, 0, 5, 9, 11], [3, 4, 5, 6, 7]])
     mask = (torch.arange(5) >= torch.tensor([[2], [0]])).long()
     pos = positions(mask)
     dec = fused_llama.Decoder(model, dtype, weights)
-    dec.allocate(2 * n, 5 + steps)
+    dec.allocate(2 * n, 5 + steps, filled=5 if grow else None)
     cos, sin = dec.w.rope_table(5 + steps + 1)
     folded = decode_step.fold_sin(sin)
     keys = torch.cat([mask.bool().repeat_interleave(n, 0), torch.zeros(2 * n, steps, dtype=torch.bool)], 1)
@@ -76,3 +77,45 @@ def test_decode_step_over_the_whole_bf16_cache_stays_at_float_rounding_of_the_fo
     assert torch.equal(our_keys, their_keys)       # rotary and the cache write: exact
     for a, b in zip(ours, theirs):
         torch.testing.assert_close(a, b, atol=4e-3, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_cache_that_grows_by_chunks_gives_the_full_cache_s_logits(dtype, monkeypatch):
+    """`Decoder.allocate(filled=)` + `reserve`: the cache starts as wide as the prompt plus a chunk
+    and widens a chunk at a time; the steps see the same keys and values, so the same logits
+    (float32: bit for bit; bf16 attends over every allocated column, the masked ones adding
+    zeros: to rounding, bit for bit on the CPUs measured)."""
+    if dtype == torch.bfloat16 and not cpu_computes_bf16():
+        pytest.skip("bf16 decode checked where bf16 is native")
+    monkeypatch.setattr(fused_llama, "GROW_COLUMNS", 2)
+    model = zoo.gqa_llama()
+    w = fused_llama.WeightCache(model, dtype).get()
+    widths = []
+    step = fused_llama.Decoder.step
+
+    def watching(self, *args):
+        out = step(self, *args)
+        widths.append(self.k_cache[0].shape[2])
+        return out
+
+    monkeypatch.setattr(fused_llama.Decoder, "step", watching)
+    (grown, grown_keys) = _steps(model, dtype, w, True, steps=6, grow=True)
+    assert widths == [7, 7, 9, 9, 11, 11]            # 5 prompt columns + 2, then 2 at a time, up to 5 + 6
+    widths.clear()
+    (full, full_keys) = _steps(model, dtype, w, True, steps=6)
+    assert widths == [11] * 6
+    assert torch.equal(grown_keys, full_keys)
+    for a, b in zip(grown, full):
+        if dtype == torch.float32:
+            assert torch.equal(a, b)
+        else:
+            torch.testing.assert_close(a, b, atol=4e-3, rtol=0)
+
+
+def test_a_cache_never_grows_past_its_length():
+    dec = fused_llama.Decoder(zoo.gqa_llama())
+    dec.allocate(2, 6, filled=3)
+    dec.reserve(6)
+    assert dec.k_cache[0].shape[2] == 6
+    with pytest.raises(ValueError, match="column 6 is beyond the 6"):
+        dec.reserve(7)

@@ -68,13 +68,16 @@ def test_qkv_rotary_is_bit_identical_to_the_plain_formula(dtype, heads):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("heads", [(6, 2), (4, 4)])
-def test_attention_is_bit_identical_to_the_plain_formula(dtype, heads):
+@pytest.mark.parametrize("mask", ["bool", "bias"])
+def test_attention_is_bit_identical_to_the_plain_formula(dtype, heads, mask):
+    """With the mask as booleans (masked fill) or as `attention_bias` (added): the same bits."""
     g = torch.Generator().manual_seed(1)
     (nh, nk), b, tq, tk, hd = heads, 2, 5, 7, 16
     q, k, v = (torch.randn(b, n, t, hd, generator=g).to(dtype) for n, t in ((nh, tq), (nk, tk), (nk, tk)))
     allowed = torch.rand(b, 1, tq, tk, generator=g) > 0.4
     allowed[..., 0] = True
-    ours = _value_and_grads(lambda *a: fused_llama.eager_attention(*a, allowed), (q, k, v), 3)
+    given = allowed if mask == "bool" else fused_llama.attention_bias(allowed, nh // nk)
+    ours = _value_and_grads(lambda *a: fused_llama.eager_attention(*a, given), (q, k, v), 3)
     plain = _value_and_grads(lambda *a: _plain_attention(*a, allowed), (q, k, v), 3)
     assert all(torch.equal(a, b) for a, b in zip(ours, plain))
     assert ours[1].abs().max() > 0

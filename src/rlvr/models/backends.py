@@ -92,7 +92,7 @@ class FusedBackend:
         dec = fused_llama.Decoder(self.model, self.dtype, self.weights.get())
         ids, mask = left_pad(prompts, pad_id)                           # [P, Tp]
         tp, rows = ids.shape[1], ids.shape[0] * n
-        dec.allocate(rows, tp + max_new)
+        dec.allocate(rows, tp + max_new, filled=tp)
         pos = positions(mask)                                           # [P, Tp]
         cos, sin = dec.w.rope_table(int(pos.max()) + max_new + 1)       # [S, D]
         logits = dec.forward(ids, cos[pos][:, None], sin[pos][:, None], 0,

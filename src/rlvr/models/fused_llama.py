@@ -192,7 +192,8 @@ def logits(w: Weights, h: torch.Tensor) -> torch.Tensor:
 
 def eager_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                     allowed: torch.Tensor) -> torch.Tensor:
-    """softmax(q·kᵀ/√D + mask)·v with a float32 softmax; allowed [B, 1, Tq, Tk] bool.
+    """softmax(q·kᵀ/√D + mask)·v with a float32 softmax; allowed [B, 1, Tq, Tk] bool, or the same
+    mask as `attention_bias` makes it (once per forward, for every layer).
 
     Grouped-query attention without copying keys and values per query head: the G query heads
     that share a key/value head are stacked along the query axis ([B, K, G·Tq, D]), so each
@@ -205,9 +206,23 @@ def eager_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     # scale and mask in place (neither op's backward reads its input or output): the same values
     # as out-of-place ops, two [B, K, G·Tq, Tk] float32 tensors fewer per layer
     scores = (q.reshape(b, nk, groups * tq, hd) @ k.transpose(-1, -2)).float().mul_(hd ** -0.5)
-    blocked = ~allowed if groups == 1 else ~allowed.repeat(1, 1, groups, 1)   # query g·Tq + t is t's row
-    probs = scores.masked_fill_(blocked, float("-inf")).softmax(-1)
-    return (probs.to(v.dtype) @ v).view(b, nh, tq, hd)
+    if allowed.dtype == torch.bool:
+        blocked = ~allowed if groups == 1 else ~allowed.repeat(1, 1, groups, 1)   # query g·Tq + t is t's row
+        scores.masked_fill_(blocked, float("-inf"))
+    else:   # `attention_bias`: the same values, and a backward that is the identity
+        scores.add_(allowed)
+    return (scores.softmax(-1).to(v.dtype) @ v).view(b, nh, tq, hd)
+
+
+def attention_bias(allowed: torch.Tensor, groups: int = 1) -> torch.Tensor:
+    """`allowed` [B, 1, Tq, Tk] bool as the additive mask `eager_attention` also takes: float32, 0
+    where a query may attend and -inf where not, its query axis repeated for the `groups` query
+    heads that share a key/value head ([B, 1, G·Tq, Tk]). Adding it gives the masked fill's
+    values exactly (s + 0 = s, s + -inf = -inf), and its backward is no pass at all where the
+    masked fill's is one over every layer's scores (masked positions' gradients are zero either
+    way: their probabilities are 0). Made once per forward, shared by every layer."""
+    bias = torch.zeros(allowed.shape, device=allowed.device).masked_fill_(~allowed, float("-inf"))
+    return bias if groups == 1 else bias.repeat(1, 1, groups, 1)
 
 
 def prefix_mask(mask: torch.Tensor) -> torch.Tensor:
@@ -259,9 +274,9 @@ def _predicting(w: Weights, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor,
     mask = torch.cat([prompt_mask, completion_mask], dim=1)
     pos = (mask.cumsum(-1) - 1).clamp_(min=0)
     cos, sin = w.rope_table(int(pos.max()) + 1)
-    allowed = prefix_mask(mask)
+    bias = attention_bias(prefix_mask(mask), w.heads // w.kv_heads)
     h = run_layers(w, F.embedding(ids, w.embed, w.padding_idx).float(), cos[pos][:, None], sin[pos][:, None],
-                   lambda _, q, k, v: eager_attention(q, k, v, allowed))
+                   lambda _, q, k, v: eager_attention(q, k, v, bias))
     tc = completion_ids.shape[1]
     return h[:, -tc - 1:-1]
 
@@ -285,11 +300,12 @@ def _shared_prompt(w: "Weights", prompt_ids: torch.Tensor, prompt_mask: torch.Te
     c_pos = (prompt_mask.sum(-1, keepdim=True)[inverse] + completion_mask.cumsum(-1) - 1).clamp_(min=0)
     cos, sin = w.rope_table(int(max(p_pos.max(), c_pos.max())) + 1)
     keys: list[tuple[torch.Tensor, torch.Tensor]] = []
-    p_allowed = prefix_mask(prompt_mask)
+    groups = w.heads // w.kv_heads
+    p_bias = attention_bias(prefix_mask(prompt_mask), groups)
 
     def attend_prompt(_, q, k, v):
         keys.append((k, v))
-        return eager_attention(q, k, v, p_allowed)
+        return eager_attention(q, k, v, p_bias)
 
     # one embedding lookup for prompts and completions: its backward builds one dense [V, d]
     # gradient, not two
@@ -299,11 +315,11 @@ def _shared_prompt(w: "Weights", prompt_ids: torch.Tensor, prompt_mask: torch.Te
                      attend_prompt)
     b, tc = completion_ids.shape
     seen = prompt_mask.bool()[inverse][:, None, None, :].expand(b, 1, tc, prompt_mask.shape[1])
-    c_allowed = torch.cat([seen, prefix_mask(completion_mask)], dim=-1)
+    c_bias = attention_bias(torch.cat([seen, prefix_mask(completion_mask)], dim=-1), groups)
 
     def attend_completion(i, q, k, v):
         pk, pv = keys[i]
-        return eager_attention(q, torch.cat([pk[inverse], k], 2), torch.cat([pv[inverse], v], 2), c_allowed)
+        return eager_attention(q, torch.cat([pk[inverse], k], 2), torch.cat([pv[inverse], v], 2), c_bias)
 
     h_c = run_layers(w, e_c.view(b, tc, -1), cos[c_pos][:, None], sin[c_pos][:, None], attend_completion)
     return torch.cat([h_p[inverse, -1:], h_c[:, :-1]], dim=1)
@@ -335,18 +351,51 @@ class WeightCache:
         return self._weights
 
 
+# The cache's columns grow this many at a time (`Decoder.reserve`): the bf16 decode step attends
+# over every allocated column, and its two batched matmuls cost in proportion to the width
+# (≈ 65 µs + 1.4 µs a column each at 128 rows of the tiny model, one thread: 145 µs at 57 columns,
+# 94 µs at 25), so a cache as wide as the prompt plus the whole budget read up to twice the
+# columns filled. Growing copies the filled columns once per chunk, as a row drop does.
+GROW_COLUMNS = 16
+
+
 class Decoder:
-    """Fused weights plus a static KV cache for one batch of rows being sampled."""
+    """Fused weights plus a KV cache for one batch of rows being sampled: allocated to its full
+    length, or, with `allocate(..., filled=)`, only as wide as the columns about to be written
+    and grown `GROW_COLUMNS` at a time up to that length."""
 
     def __init__(self, model, dtype: torch.dtype = torch.float32, weights: Weights | None = None):
         self.w = weights if weights is not None else Weights(model, dtype)
         self.k_cache: list[torch.Tensor] = []
         self.v_cache: list[torch.Tensor] = []
+        self.length = 0
 
-    def allocate(self, rows: int, length: int) -> None:
-        shape = (rows, self.w.kv_heads, length, self.w.head_dim)
+    def allocate(self, rows: int, length: int, filled: int | None = None) -> None:
+        """Columns for `length` positions per row; with `filled`, room for the first `filled` now
+        (and one chunk more), the rest as `reserve` asks. Unwritten columns hold zeros (the
+        attention masks them; a zero key or value keeps the masked products exact zeros)."""
+        self.length = length
+        width = length if filled is None else min(length, filled + GROW_COLUMNS)
+        shape = (rows, self.w.kv_heads, width, self.w.head_dim)
         self.k_cache = [torch.zeros(shape, dtype=self.w.dtype) for _ in self.w.layers]
         self.v_cache = [torch.zeros(shape, dtype=self.w.dtype) for _ in self.w.layers]
+
+    def reserve(self, end: int) -> None:
+        """Columns up to `end` (exclusive) exist: widen the cache by whole chunks if not."""
+        width = self.k_cache[0].shape[2] if self.k_cache else 0
+        if end <= width:
+            return
+        if end > self.length:
+            raise ValueError(f"cache column {end - 1} is beyond the {self.length} allocated")
+        grown = min(self.length, end + GROW_COLUMNS - 1)
+
+        def widen(old: torch.Tensor) -> torch.Tensor:
+            new = old.new_zeros((*old.shape[:2], grown, old.shape[3]))
+            new[:, :, :width].copy_(old)
+            return new
+
+        self.k_cache = [widen(k) for k in self.k_cache]
+        self.v_cache = [widen(v) for v in self.v_cache]
 
     def keep_rows(self, index: torch.Tensor) -> None:
         """Drop finished rows from the cache (keeps decode cost proportional to live rows)."""
@@ -363,6 +412,7 @@ class Decoder:
         one prompt is encoded once for its n samples.
         """
         end = start + ids.shape[1]
+        self.reserve(end)
 
         def attend(i, q, k, v):
             self.k_cache[i][:, :, start:end] = k.repeat_interleave(repeat, 0) if repeat > 1 else k
@@ -381,6 +431,7 @@ class Decoder:
         decode-only step (`decode_step.decode_layers`: the same logits in fewer ops). cos,
         sin_folded [B, 1, D] (`decode_step.fold_sin`); keymask [B, S] bool over every cache
         column (True = attend; columns not yet written False)."""
+        self.reserve(start + 1)
         width = self.k_cache[0].shape[2] if WHOLE_CACHE.get(self.w.dtype, False) else start + 1
         return decode_layers(self.w, tokens, cos, sin_folded, (self.k_cache, self.v_cache), start,
                              keymask[:, :width])

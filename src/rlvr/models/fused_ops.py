@@ -32,20 +32,23 @@ class RMSNorm(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         h, r, weight = ctx.saved_tensors
-        g = grad.float()
-        gn = g * weight
+        # a bf16 gradient times a float32 tensor multiplies in float32 (the gradient converted
+        # exactly), as grad.float() would, without the float copy
+        gn = grad * weight
         # autograd's order: r·gn from the product, then h·(−r³·Σ gn·h / d) from pow → mean → rsqrt
+        # (not addcmul: its kernel fuses the multiply-add, other bits)
         dr = (gn * h).sum(-1, keepdim=True) * (-0.5 * r.pow(3)) * (2.0 / h.shape[-1])
-        dh = (gn * r).add_(h * dr)
-        dw = (g * (h * r)).reshape(-1, h.shape[-1]).sum(0) if ctx.needs_input_grad[1] else None
+        dh = gn.mul_(r).add_(h * dr)   # gn is not needed after dr
+        dw = (grad * (h * r)).reshape(-1, h.shape[-1]).sum(0) if ctx.needs_input_grad[1] else None
         return dh, dw, None, None
 
 
-def _half_turn(x: torch.Tensor, sign: float) -> torch.Tensor:
-    """cat(−x₂, x₁) (sign −1, the rotation) or cat(x₂, −x₁) (sign +1, its transpose) of x's halves."""
+def _add_swapped_halves(out: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """out += cat(x₂, x₁) along the last axis (x = [x₁ | x₂]), in place, without making the swap."""
     half = x.shape[-1] // 2
-    first, second = (-x[..., half:], x[..., :half]) if sign < 0 else (x[..., half:], -x[..., :half])
-    return torch.cat([first, second], dim=-1)
+    out[..., :half].add_(x[..., half:])
+    out[..., half:].add_(x[..., :half])
+    return out
 
 
 class QKVRotary(torch.autograd.Function):
@@ -54,33 +57,38 @@ class QKVRotary(torch.autograd.Function):
     dtype, v a view. The backward writes all three gradients straight into one tensor of qkv's
     layout: the same float32 values as autograd through those ops (each gradient element is the
     same two-term sum; the slices' zero-filled gradients only ever add 0), rounded once, without
-    the concatenations of the two splits' backwards or the copy that reshapes the heads back."""
+    the concatenations of the two splits' backwards or the copy that reshapes the heads back.
+
+    rot(x)·sin = [−x₂·s₁, x₁·s₂] (x = [x₁ | x₂], sin = [s₁ | s₂]) is the halves of x·[s₂ | −s₁]
+    swapped, and its transpose applied to g is the halves of g·[−s₁ | s₂] swapped: the same
+    products (a negation is exact), added half by half in place instead of building rot(x) as
+    a negation and a concatenation."""
 
     @staticmethod
     def forward(ctx, qkv, cos, sin, heads: int, kv_heads: int):
         b, t, width = qkv.shape
         d = width // (heads + 2 * kv_heads)
+        half = d // 2
         x = qkv.view(b, t, heads + 2 * kv_heads, d).transpose(1, 2)
         qk = x[:, :heads + kv_heads]
         # bf16 x times float32 tables multiplies in float32 (x converted exactly): no float copy of x
-        out = qk * cos
-        out.add_(_half_turn(qk, -1.0) * sin)
-        ctx.save_for_backward(cos, sin)
+        out = _add_swapped_halves(qk * cos, qk * torch.cat([sin[..., half:], -sin[..., :half]], -1))
+        ctx.save_for_backward(cos, torch.cat([-sin[..., :half], sin[..., half:]], -1))
         ctx.heads, ctx.kv_heads, ctx.qkv_shape = heads, kv_heads, qkv.shape
         q, k = out.to(qkv.dtype).split([heads, kv_heads], 1)
         return q, k, x[:, heads + kv_heads:]
 
     @staticmethod
     def backward(ctx, dq, dk, dv):
-        cos, sin = ctx.saved_tensors
+        cos, sin_folded = ctx.saved_tensors
         heads, kv_heads = ctx.heads, ctx.kv_heads
         b, t, width = ctx.qkv_shape
         out = torch.empty((b, t, heads + 2 * kv_heads, width // (heads + 2 * kv_heads)), dtype=dv.dtype,
                           device=dv.device)
         view = out.transpose(1, 2)
         for grad, part in ((dq, view[:, :heads]), (dk, view[:, heads:heads + kv_heads])):
-            g = grad.float()
-            part.copy_((g * cos).add_(_half_turn(g * sin, 1.0)))
+            # a bf16 gradient times the float32 tables multiplies in float32, as grad.float() would
+            part.copy_(_add_swapped_halves(grad * cos, grad * sin_folded))
         view[:, heads + kv_heads:].copy_(dv)
         return out.view(b, t, width), None, None, None, None
 
