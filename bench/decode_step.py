@@ -6,7 +6,7 @@ Run (from the repository root; any local Llama-family checkpoint directory):
 
 What it does: rlvr's `HFEngine` samples `--rows-per-prompt` completions of each of 4 arithmetic
 prompts (temperature 1, 64 new tokens) twice per repeat: once with every decode step through
-`fused_llama.Decoder.forward` at T = 1 (the general forward the prefill and the update use, which
+`decode_step.Decoder.forward` at T = 1 (the general forward the prefill and the update use, which
 is how the engine stepped before `Decoder.step`), once through `Decoder.step`
 (`models/decode_step.py`). Same model, same engine, same prompts, alternating, so load from
 other processes hits both alike. Prints tokens/s of each (median, range) and the per-repeat ratio.

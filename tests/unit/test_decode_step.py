@@ -33,7 +33,7 @@ def _steps(model, dtype, weights, use_step: bool, n: int = 2, steps: int = 3, gr
     ids = torch.tensor([[0, 0, 5, 9, 11], [3, 4, 5, 6, 7]])
     mask = (torch.arange(5) >= torch.tensor([[2], [0]])).long()
     pos = positions(mask)
-    dec = fused_llama.Decoder(model, dtype, weights)
+    dec = decode_step.Decoder(model, dtype, weights)
     dec.allocate(2 * n, 5 + steps, filled=5 if grow else None)
     cos, sin = dec.w.rope_table(5 + steps + 1)
     folded = decode_step.fold_sin(sin)
@@ -87,18 +87,18 @@ def test_a_cache_that_grows_by_chunks_gives_the_full_cache_s_logits(dtype, monke
     zeros: to rounding, bit for bit on the CPUs measured)."""
     if dtype == torch.bfloat16 and not cpu_computes_bf16():
         pytest.skip("bf16 decode checked where bf16 is native")
-    monkeypatch.setattr(fused_llama, "GROW_COLUMNS", 2)
+    monkeypatch.setattr(decode_step, "GROW_COLUMNS", 2)
     model = zoo.gqa_llama()
     w = fused_llama.WeightCache(model, dtype).get()
     widths = []
-    step = fused_llama.Decoder.step
+    step = decode_step.Decoder.step
 
     def watching(self, *args):
         out = step(self, *args)
         widths.append(self.k_cache[0].shape[2])
         return out
 
-    monkeypatch.setattr(fused_llama.Decoder, "step", watching)
+    monkeypatch.setattr(decode_step.Decoder, "step", watching)
     (grown, grown_keys) = _steps(model, dtype, w, True, steps=6, grow=True)
     assert widths == [7, 7, 9, 9, 11, 11]            # 5 prompt columns + 2, then 2 at a time, up to 5 + 6
     widths.clear()
@@ -113,7 +113,7 @@ def test_a_cache_that_grows_by_chunks_gives_the_full_cache_s_logits(dtype, monke
 
 
 def test_a_cache_never_grows_past_its_length():
-    dec = fused_llama.Decoder(zoo.gqa_llama())
+    dec = decode_step.Decoder(zoo.gqa_llama())
     dec.allocate(2, 6, filled=3)
     dec.reserve(6)
     assert dec.k_cache[0].shape[2] == 6

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from rlvr.models.policy import completion_logits, left_pad, positions, token_logprobs
-from rlvr.models import fused_llama
+from rlvr.models import decode_step, fused_llama
 from rlvr.rollout.base import SamplingParams
 from rlvr.rollout.hf import HFEngine
 from rlvr.tasks.arithmetic import make_problem
@@ -30,7 +30,7 @@ def test_fused_forward_matches_transformers_logits(tiny):
     prompts = [tokenizer(p.prompt)["input_ids"] for p in PROBLEMS]   # different lengths: left padding
     ids, mask = left_pad(prompts, tokenizer.pad_token_id)
     pos = positions(mask)
-    dec = fused_llama.Decoder(model)
+    dec = decode_step.Decoder(model)
     dec.allocate(len(prompts), ids.shape[1])
     cos, sin = dec.w.rope_table(ids.shape[1])
     with torch.no_grad():
@@ -145,7 +145,7 @@ def test_grouped_query_attention_matches_transformers_in_decode_and_training():
     ids = torch.tensor([[0, 0, 5, 9, 11], [3, 4, 5, 6, 7]])
     mask = (torch.arange(5) >= torch.tensor([[2], [0]])).long()
     pos = positions(mask)
-    dec = fused_llama.Decoder(model)
+    dec = decode_step.Decoder(model)
     dec.allocate(2, 5)
     cos, sin = dec.w.rope_table(5)
     with torch.no_grad():
@@ -218,7 +218,7 @@ def _packed_and_plain_decode(model, dtype):
     pos = positions(mask)
     out = []
     for w in (packed, plain):
-        dec = fused_llama.Decoder(model, dtype, w)
+        dec = decode_step.Decoder(model, dtype, w)
         dec.allocate(4, 7)
         cos, sin = w.rope_table(7)
         with torch.no_grad():

@@ -89,7 +89,7 @@ class FusedBackend:
         return contextlib.nullcontext()   # the fused weights carry the precision
 
     def prefill(self, prompts, n, max_new, pad_id):
-        dec = fused_llama.Decoder(self.model, self.dtype, self.weights.get())
+        dec = decode_step.Decoder(self.model, self.dtype, self.weights.get())
         ids, mask = left_pad(prompts, pad_id)                           # [P, Tp]
         tp, rows = ids.shape[1], ids.shape[0] * n
         dec.allocate(rows, tp + max_new, filled=tp)

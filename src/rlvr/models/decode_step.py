@@ -1,5 +1,7 @@
 """One decode step of the fused Llama forward: one new token per row against a static KV cache.
 
+Also `Decoder`, the KV cache a batch of rows samples with (its prefill runs `run_layers`).
+
 Why a step of its own beside `fused_llama.run_layers` (which the update and the prefill use): at
 decode shapes (one token, tens of rows) a layer's arithmetic is small and each framework op costs
 as much as a row's worth of matmul, so this step does the same computation in fewer ops: the
@@ -21,6 +23,8 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+
+from rlvr.models import fused_llama
 
 # Attend over every cache column (masked beyond the filled ones) rather than a slice: a bf16
 # batched matmul copies a sliced operand (twice per layer and step, more than the masked columns'
@@ -83,3 +87,90 @@ def decode_layers(w, tokens: torch.Tensor, cos: torch.Tensor, sin_folded: torch.
         gate, up = w.linear(_norm(w, h, layer.norm2), layer.wgu, layer.bgu).chunk(2, -1)
         h.add_(w.linear(F.silu(gate).mul_(up), layer.wdown, layer.bdown))
     return w.linear(_norm(w, h, w.final_norm), w.lm_head).float()
+
+
+# The cache's columns grow this many at a time (`Decoder.reserve`): the bf16 decode step attends
+# over every allocated column, and its two batched matmuls cost in proportion to the width
+# (≈ 65 µs + 1.4 µs a column each at 128 rows of the tiny model, one thread: 145 µs at 57 columns,
+# 94 µs at 25), so a cache as wide as the prompt plus the whole budget read up to twice the
+# columns filled. Growing copies the filled columns once per chunk, as a row drop does.
+GROW_COLUMNS = 16
+
+
+class Decoder:
+    """Fused weights plus a KV cache for one batch of rows being sampled: allocated to its full
+    length, or, with `allocate(..., filled=)`, only as wide as the columns about to be written
+    and grown `GROW_COLUMNS` at a time up to that length."""
+
+    def __init__(self, model, dtype: torch.dtype = torch.float32, weights: fused_llama.Weights | None = None):
+        self.w = weights if weights is not None else fused_llama.Weights(model, dtype)
+        self.k_cache: list[torch.Tensor] = []
+        self.v_cache: list[torch.Tensor] = []
+        self.length = 0
+
+    def allocate(self, rows: int, length: int, filled: int | None = None) -> None:
+        """Columns for `length` positions per row; with `filled`, room for the first `filled` now
+        (and one chunk more), the rest as `reserve` asks. Unwritten columns hold zeros (the
+        attention masks them; a zero key or value keeps the masked products exact zeros)."""
+        self.length = length
+        width = length if filled is None else min(length, filled + GROW_COLUMNS)
+        shape = (rows, self.w.kv_heads, width, self.w.head_dim)
+        self.k_cache = [torch.zeros(shape, dtype=self.w.dtype) for _ in self.w.layers]
+        self.v_cache = [torch.zeros(shape, dtype=self.w.dtype) for _ in self.w.layers]
+
+    def reserve(self, end: int) -> None:
+        """Columns up to `end` (exclusive) exist: widen the cache by whole chunks if not."""
+        width = self.k_cache[0].shape[2] if self.k_cache else 0
+        if end <= width:
+            return
+        if end > self.length:
+            raise ValueError(f"cache column {end - 1} is beyond the {self.length} allocated")
+        grown = min(self.length, end + GROW_COLUMNS - 1)
+
+        def widen(old: torch.Tensor) -> torch.Tensor:
+            new = old.new_zeros((*old.shape[:2], grown, old.shape[3]))
+            new[:, :, :width].copy_(old)
+            return new
+
+        self.k_cache = [widen(k) for k in self.k_cache]
+        self.v_cache = [widen(v) for v in self.v_cache]
+
+    def keep_rows(self, index: torch.Tensor) -> None:
+        """Drop finished rows from the cache (keeps decode cost proportional to live rows)."""
+        self.k_cache = [k.index_select(0, index) for k in self.k_cache]
+        self.v_cache = [v.index_select(0, index) for v in self.v_cache]
+
+    def forward(self, ids: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, start: int,
+                attn_mask: torch.Tensor, repeat: int = 1) -> torch.Tensor:
+        """Last-position logits [B·repeat, V] (float32) for ids [B, T] written at cache[start:].
+
+        cos, sin: [B, 1, T, D] rotary tables at the tokens' positions (see `rope_table`).
+        attn_mask [B, 1, T, start + T] bool (True = attend). With repeat > 1 (prefill only,
+        start = 0) the keys and values of each row are written to `repeat` consecutive cache rows:
+        one prompt is encoded once for its n samples.
+        """
+        end = start + ids.shape[1]
+        self.reserve(end)
+
+        def attend(i, q, k, v):
+            self.k_cache[i][:, :, start:end] = k.repeat_interleave(repeat, 0) if repeat > 1 else k
+            self.v_cache[i][:, :, start:end] = v.repeat_interleave(repeat, 0) if repeat > 1 else v
+            if start > 0:   # decoding: attend over everything cached so far
+                k, v = self.k_cache[i][:, :, :end], self.v_cache[i][:, :, :end]
+            return fused_llama.eager_attention(q, k, v, attn_mask)
+
+        embedded = F.embedding(ids, self.w.embed, self.w.padding_idx).float()
+        h = fused_llama.run_layers(self.w, embedded, cos, sin, attend)
+        out = fused_llama.logits(self.w, h[:, -1])   # [B, V]
+        return out.repeat_interleave(repeat, 0) if repeat > 1 else out
+
+    def step(self, tokens: torch.Tensor, cos: torch.Tensor, sin_folded: torch.Tensor, start: int,
+             keymask: torch.Tensor) -> torch.Tensor:
+        """`forward` for one token per row (tokens [B]) at cache column `start`, through the
+        decode-only step (`decode_step.decode_layers`: the same logits in fewer ops). cos,
+        sin_folded [B, 1, D] (`decode_step.fold_sin`); keymask [B, S] bool over every cache
+        column (True = attend; columns not yet written False)."""
+        self.reserve(start + 1)
+        width = self.k_cache[0].shape[2] if WHOLE_CACHE.get(self.w.dtype, False) else start + 1
+        return decode_layers(self.w, tokens, cos, sin_folded, (self.k_cache, self.v_cache), start,
+                             keymask[:, :width])

@@ -5,7 +5,7 @@ dispatch, cache objects, mask building), and under bf16 autocast PyTorch's CPU f
 backward is slower than the rest of the model together. This module reads the weights of a
 `LlamaForCausalLM` (or `Qwen2ForCausalLM`) as they are, concatenates q/k/v and gate/up into single
 matrices (differentiably: gradients reach the model's own parameters), and runs the model as a
-handful of tensor ops: `Decoder` with a preallocated KV cache for sampling, `completion_logits`
+handful of tensor ops: `decode_step.Decoder` with a KV cache for sampling, `completion_logits`
 (and `completion_head_inputs`, the LM head's input at the real completion tokens only) for the
 training forward (attention as two matmuls and a float32 softmax, as transformers' eager path;
 RMSNorm and rotary with their backward written out, `fused_ops`).
@@ -26,7 +26,6 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from rlvr.models.decode_step import WHOLE_CACHE, decode_layers
 from rlvr.models.fused_ops import QKVRotary, RMSNorm, SwiGLU
 from rlvr.models.held_weights import HeldWeights
 
@@ -349,89 +348,3 @@ class WeightCache:
                 self._weights = Weights(self.model, self.dtype).pack()
             self._key = key
         return self._weights
-
-
-# The cache's columns grow this many at a time (`Decoder.reserve`): the bf16 decode step attends
-# over every allocated column, and its two batched matmuls cost in proportion to the width
-# (≈ 65 µs + 1.4 µs a column each at 128 rows of the tiny model, one thread: 145 µs at 57 columns,
-# 94 µs at 25), so a cache as wide as the prompt plus the whole budget read up to twice the
-# columns filled. Growing copies the filled columns once per chunk, as a row drop does.
-GROW_COLUMNS = 16
-
-
-class Decoder:
-    """Fused weights plus a KV cache for one batch of rows being sampled: allocated to its full
-    length, or, with `allocate(..., filled=)`, only as wide as the columns about to be written
-    and grown `GROW_COLUMNS` at a time up to that length."""
-
-    def __init__(self, model, dtype: torch.dtype = torch.float32, weights: Weights | None = None):
-        self.w = weights if weights is not None else Weights(model, dtype)
-        self.k_cache: list[torch.Tensor] = []
-        self.v_cache: list[torch.Tensor] = []
-        self.length = 0
-
-    def allocate(self, rows: int, length: int, filled: int | None = None) -> None:
-        """Columns for `length` positions per row; with `filled`, room for the first `filled` now
-        (and one chunk more), the rest as `reserve` asks. Unwritten columns hold zeros (the
-        attention masks them; a zero key or value keeps the masked products exact zeros)."""
-        self.length = length
-        width = length if filled is None else min(length, filled + GROW_COLUMNS)
-        shape = (rows, self.w.kv_heads, width, self.w.head_dim)
-        self.k_cache = [torch.zeros(shape, dtype=self.w.dtype) for _ in self.w.layers]
-        self.v_cache = [torch.zeros(shape, dtype=self.w.dtype) for _ in self.w.layers]
-
-    def reserve(self, end: int) -> None:
-        """Columns up to `end` (exclusive) exist: widen the cache by whole chunks if not."""
-        width = self.k_cache[0].shape[2] if self.k_cache else 0
-        if end <= width:
-            return
-        if end > self.length:
-            raise ValueError(f"cache column {end - 1} is beyond the {self.length} allocated")
-        grown = min(self.length, end + GROW_COLUMNS - 1)
-
-        def widen(old: torch.Tensor) -> torch.Tensor:
-            new = old.new_zeros((*old.shape[:2], grown, old.shape[3]))
-            new[:, :, :width].copy_(old)
-            return new
-
-        self.k_cache = [widen(k) for k in self.k_cache]
-        self.v_cache = [widen(v) for v in self.v_cache]
-
-    def keep_rows(self, index: torch.Tensor) -> None:
-        """Drop finished rows from the cache (keeps decode cost proportional to live rows)."""
-        self.k_cache = [k.index_select(0, index) for k in self.k_cache]
-        self.v_cache = [v.index_select(0, index) for v in self.v_cache]
-
-    def forward(self, ids: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, start: int,
-                attn_mask: torch.Tensor, repeat: int = 1) -> torch.Tensor:
-        """Last-position logits [B·repeat, V] (float32) for ids [B, T] written at cache[start:].
-
-        cos, sin: [B, 1, T, D] rotary tables at the tokens' positions (see `rope_table`).
-        attn_mask [B, 1, T, start + T] bool (True = attend). With repeat > 1 (prefill only,
-        start = 0) the keys and values of each row are written to `repeat` consecutive cache rows:
-        one prompt is encoded once for its n samples.
-        """
-        end = start + ids.shape[1]
-        self.reserve(end)
-
-        def attend(i, q, k, v):
-            self.k_cache[i][:, :, start:end] = k.repeat_interleave(repeat, 0) if repeat > 1 else k
-            self.v_cache[i][:, :, start:end] = v.repeat_interleave(repeat, 0) if repeat > 1 else v
-            if start > 0:   # decoding: attend over everything cached so far
-                k, v = self.k_cache[i][:, :, :end], self.v_cache[i][:, :, :end]
-            return eager_attention(q, k, v, attn_mask)
-
-        h = run_layers(self.w, F.embedding(ids, self.w.embed, self.w.padding_idx).float(), cos, sin, attend)
-        out = logits(self.w, h[:, -1])   # [B, V]
-        return out.repeat_interleave(repeat, 0) if repeat > 1 else out
-
-    def step(self, tokens: torch.Tensor, cos: torch.Tensor, sin_folded: torch.Tensor, start: int,
-             keymask: torch.Tensor) -> torch.Tensor:
-        """`forward` for one token per row (tokens [B]) at cache column `start`, through the
-        decode-only step (`decode_step.decode_layers`: the same logits in fewer ops). cos,
-        sin_folded [B, 1, D] (`decode_step.fold_sin`); keymask [B, S] bool over every cache
-        column (True = attend; columns not yet written False)."""
-        self.reserve(start + 1)
-        width = self.k_cache[0].shape[2] if WHOLE_CACHE.get(self.w.dtype, False) else start + 1
-        return decode_layers(self.w, tokens, cos, sin_folded, (self.k_cache, self.v_cache), start,
-                             keymask[:, :width])
