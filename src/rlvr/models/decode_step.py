@@ -128,8 +128,9 @@ class Decoder:
         grown = min(self.length, end + GROW_COLUMNS - 1)
 
         def widen(old: torch.Tensor) -> torch.Tensor:
-            new = old.new_zeros((*old.shape[:2], grown, old.shape[3]))
+            new = old.new_empty((*old.shape[:2], grown, old.shape[3]))
             new[:, :, :width].copy_(old)
+            new[:, :, width:].zero_()
             return new
 
         self.k_cache = [widen(k) for k in self.k_cache]

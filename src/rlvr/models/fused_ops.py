@@ -32,14 +32,14 @@ class RMSNorm(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         h, r, weight = ctx.saved_tensors
-        # a bf16 gradient times a float32 tensor multiplies in float32 (the gradient converted
-        # exactly), as grad.float() would, without the float copy
-        gn = grad * weight
+        # one float copy of a bf16 gradient, used twice (a mixed-dtype product would copy it per use)
+        g = grad.float()
+        gn = g * weight
         # autograd's order: r·gn from the product, then h·(−r³·Σ gn·h / d) from pow → mean → rsqrt
         # (not addcmul: its kernel fuses the multiply-add, other bits)
         dr = (gn * h).sum(-1, keepdim=True) * (-0.5 * r.pow(3)) * (2.0 / h.shape[-1])
         dh = gn.mul_(r).add_(h * dr)   # gn is not needed after dr
-        dw = (grad * (h * r)).reshape(-1, h.shape[-1]).sum(0) if ctx.needs_input_grad[1] else None
+        dw = (g * (h * r)).reshape(-1, h.shape[-1]).sum(0) if ctx.needs_input_grad[1] else None
         return dh, dw, None, None
 
 
@@ -54,7 +54,9 @@ def _add_swapped_halves(out: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
 class QKVRotary(torch.autograd.Function):
     """(q [B, H, T, D], k [B, K, T, D], v [B, K, T, D]) of one projection qkv [B, T, (H + 2K)·D]:
     q and k rotated, x·cos + rot(x)·sin in float32 (as transformers does) and returned in qkv's
-    dtype, v a view. The backward writes all three gradients straight into one tensor of qkv's
+    dtype, each contiguous, v a contiguous copy (a batched matmul copies an operand whose batch
+    axes do not fold into one: a head slice of qkv's layout; made here once, and the backward
+    gets contiguous gradients instead of the matmul backward's copies). The backward writes all three gradients straight into one tensor of qkv's
     layout: the same float32 values as autograd through those ops (each gradient element is the
     same two-term sum; the slices' zero-filled gradients only ever add 0), rounded once, without
     the concatenations of the two splits' backwards or the copy that reshapes the heads back.
@@ -70,13 +72,15 @@ class QKVRotary(torch.autograd.Function):
         d = width // (heads + 2 * kv_heads)
         half = d // 2
         x = qkv.view(b, t, heads + 2 * kv_heads, d).transpose(1, 2)
-        qk = x[:, :heads + kv_heads]
-        # bf16 x times float32 tables multiplies in float32 (x converted exactly): no float copy of x
-        out = _add_swapped_halves(qk * cos, qk * torch.cat([sin[..., half:], -sin[..., :half]], -1))
+        # float32 in a new contiguous [B, H + K, T, D] tensor (float() of a bf16 slice; a copy in
+        # float32 too, which the in-place product below needs)
+        xf = x[:, :heads + kv_heads].to(torch.float32, memory_format=torch.contiguous_format, copy=True)
+        out = _add_swapped_halves(xf * cos, xf.mul_(torch.cat([sin[..., half:], -sin[..., :half]], -1)))
         ctx.save_for_backward(cos, torch.cat([-sin[..., :half], sin[..., half:]], -1))
         ctx.heads, ctx.kv_heads, ctx.qkv_shape = heads, kv_heads, qkv.shape
-        q, k = out.to(qkv.dtype).split([heads, kv_heads], 1)
-        return q, k, x[:, heads + kv_heads:]
+        q, k = (part.to(qkv.dtype, memory_format=torch.contiguous_format)
+                for part in out.split([heads, kv_heads], 1))
+        return q, k, x[:, heads + kv_heads:].contiguous()
 
     @staticmethod
     def backward(ctx, dq, dk, dv):
@@ -87,8 +91,8 @@ class QKVRotary(torch.autograd.Function):
                           device=dv.device)
         view = out.transpose(1, 2)
         for grad, part in ((dq, view[:, :heads]), (dk, view[:, heads:heads + kv_heads])):
-            # a bf16 gradient times the float32 tables multiplies in float32, as grad.float() would
-            part.copy_(_add_swapped_halves(grad * cos, grad * sin_folded))
+            g = grad.float()   # once (a mixed-dtype product would copy it per use)
+            part.copy_(_add_swapped_halves(g * cos, g * sin_folded))
         view[:, heads + kv_heads:].copy_(dv)
         return out.view(b, t, width), None, None, None, None
 
