@@ -55,11 +55,12 @@ class QKVRotary(torch.autograd.Function):
     """(q [B, H, T, D], k [B, K, T, D], v [B, K, T, D]) of one projection qkv [B, T, (H + 2K)·D]:
     q and k rotated, x·cos + rot(x)·sin in float32 (as transformers does) and returned in qkv's
     dtype, each contiguous, v a contiguous copy (a batched matmul copies an operand whose batch
-    axes do not fold into one: a head slice of qkv's layout; made here once, and the backward
-    gets contiguous gradients instead of the matmul backward's copies). The backward writes all three gradients straight into one tensor of qkv's
-    layout: the same float32 values as autograd through those ops (each gradient element is the
-    same two-term sum; the slices' zero-filled gradients only ever add 0), rounded once, without
-    the concatenations of the two splits' backwards or the copy that reshapes the heads back.
+    axes do not fold into one, as a head slice of qkv's layout; made here once, and the backward
+    gets contiguous gradients instead of the matmul backward's copies). The backward writes all
+    three gradients straight into one tensor of qkv's layout: the same float32 values as
+    autograd through those ops (each gradient element is the same two-term sum; the slices'
+    zero-filled gradients only ever add 0), rounded once, without the concatenations of the two
+    splits' backwards or the copy that reshapes the heads back.
 
     rot(x)·sin = [−x₂·s₁, x₁·s₂] (x = [x₁ | x₂], sin = [s₁ | s₂]) is the halves of x·[s₂ | −s₁]
     swapped, and its transpose applied to g is the halves of g·[−s₁ | s₂] swapped: the same
