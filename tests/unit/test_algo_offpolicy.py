@@ -147,13 +147,13 @@ def test_planted_bf16_sampling_mismatch_shows_and_is_corrected(tiny):
 
 
 def test_no_extra_forward_pass_for_the_correction_when_mu_is_1(tiny, monkeypatch):
-    from rlvr.models import fused_llama
+    from rlvr.models import packed
 
     model, tokenizer = tiny
     batch = _batch(model, tokenizer, True)
     calls = []
-    real = fused_llama.completion_head_inputs
-    monkeypatch.setattr(fused_llama, "completion_head_inputs", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = packed.completion_head_inputs
+    monkeypatch.setattr(packed, "completion_head_inputs", lambda *a, **k: calls.append(1) or real(*a, **k))
     _update(model, batch, None)
     _update(model, batch, is_weights)
     assert len(calls) == 2

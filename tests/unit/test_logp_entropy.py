@@ -107,14 +107,18 @@ def test_training_forward_matches_the_full_logits_path(autocast, pad):
         torch.testing.assert_close(a, b, atol=tol, rtol=tol)
 
 
-def test_padding_columns_of_the_call_never_reach_the_layers(monkeypatch):
+def test_padding_never_reaches_the_layers(monkeypatch):
+    """The fused training forward runs the layers over the call's real tokens packed into one
+    sequence (`models.packed`): no padding position, not even a row's own (rows here are 3-7
+    completion tokens in 10 columns, prompts 4-6 in 9)."""
     model, _ = build_model(seed=3, hidden=32, layers=2, heads=4, mlp=64)
-    widths = []
+    shapes = []
     real = fused_llama.run_layers
     monkeypatch.setattr(fused_llama, "run_layers",
-                        lambda w, h, *a: widths.append(h.shape[1]) or real(w, h, *a))
-    forward.choose(model, Compute(), False)(_batch(model.config.vocab_size, pad=3), 1.0)
-    assert widths == [6 + 7]   # 3 prompt and 3 completion columns of padding cut; short prompts: whole rows
+                        lambda w, h, *a: shapes.append(tuple(h.shape[:2])) or real(w, h, *a))
+    batch = _batch(model.config.vocab_size, pad=3)
+    forward.choose(model, Compute(), False)(batch, 1.0)
+    assert shapes == [(1, int(batch.prompt_mask.sum() + batch.completion_mask.sum()))] == [(1, 50)]
 
 
 def test_a_call_without_real_tokens_still_backpropagates():

@@ -3,8 +3,9 @@ prefill (prompts → last-position logits and a cursor), a decode step (`cursor.
 log-probs and entropies of completion tokens (`logp_entropy`). Chosen once per model by
 `backend_name` (a dict lookup), never re-decided per token or per micro-batch.
 
-`fused` (Llama/Qwen2, `fused_llama.supports`): fused weights, a static KV cache whose finished rows
-can be dropped (`drops_rows`), attention as two matmuls and a float32 softmax. `model`: the model's
+`fused` (Llama/Qwen2, `fused_llama.supports`): fused weights, a KV cache (widened in chunks as it
+fills) whose finished rows can be dropped (`drops_rows`), attention as two matmuls and a float32
+softmax. `model`: the model's
 own forward and cache under the device's autocast; its rows stay until the batch ends.
 
 Guaranteed: a backend's log-probs and its decode logits are the same computation (the fused
@@ -26,7 +27,7 @@ import torch.nn.functional as F
 
 from rlvr.algo.logp_entropy import logp_entropy
 from rlvr.algo.losses import token_entropy
-from rlvr.models import decode_step, fused_llama
+from rlvr.models import decode_step, fused_llama, packed
 from rlvr.models.device import Device
 from rlvr.models.policy import completion_logits, left_pad, positions, token_logprobs
 
@@ -92,7 +93,10 @@ class FusedBackend:
         dec = decode_step.Decoder(self.model, self.dtype, self.weights.get())
         ids, mask = left_pad(prompts, pad_id)                           # [P, Tp]
         tp, rows = ids.shape[1], ids.shape[0] * n
-        dec.allocate(rows, tp + max_new, filled=tp)
+        # widened as it fills where the step attends over every allocated column (bf16); a float32
+        # step reads only the filled columns, so there growing would only add copies
+        grows = decode_step.WHOLE_CACHE.get(self.dtype, False)
+        dec.allocate(rows, tp + max_new, filled=tp if grows else None)
         pos = positions(mask)                                           # [P, Tp]
         cos, sin = dec.w.rope_table(int(pos.max()) + max_new + 1)       # [S, D]
         logits = dec.forward(ids, cos[pos][:, None], sin[pos][:, None], 0,
@@ -104,15 +108,16 @@ class FusedBackend:
         return _mask_vocab(logits, self.vocab_limit), cursor
 
     def logp_entropy(self, batch, temperature):
-        """The fused stack over the call's rows without their padding columns, then the LM head and
-        one log-softmax over the real completion tokens only (`fused_llama.completion_head_inputs`,
-        `algo.logp_entropy`); padding positions of the [B, Tc] results are 0 (every consumer masks
-        them). The values of `completion_logits` → log-softmax at the real tokens."""
+        """The fused stack over the call's real tokens only (packed into one sequence; attention
+        per row: `packed.completion_head_inputs`), then the LM head and one log-softmax over the
+        real completion tokens (`algo.logp_entropy`); padding positions of the [B, Tc] results are
+        0 (every consumer masks them). The values of `completion_logits` → log-softmax at the real
+        tokens (to the matmuls' rounding)."""
         # this call's own padding columns cut (a micro-batch's rows are often shorter than the
         # batch's longest): positions come from the masks, so the real tokens' values are the same
         cut = batch.trimmed()
         real = cut.completion_mask.bool()
-        hidden, head = fused_llama.completion_head_inputs(self.model, *_tensors(cut), self.dtype,
+        hidden, head = packed.completion_head_inputs(self.model, *_tensors(cut), self.dtype,
                                                           held=self._held)
         logp, entropy = logp_entropy(F.linear(hidden, head), cut.completion_ids[real], temperature)
         full = batch.completion_mask.bool()

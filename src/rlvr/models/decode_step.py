@@ -93,7 +93,8 @@ def decode_layers(w, tokens: torch.Tensor, cos: torch.Tensor, sin_folded: torch.
 # over every allocated column, and its two batched matmuls cost in proportion to the width
 # (≈ 65 µs + 1.4 µs a column each at 128 rows of the tiny model, one thread: 145 µs at 57 columns,
 # 94 µs at 25), so a cache as wide as the prompt plus the whole budget read up to twice the
-# columns filled. Growing copies the filled columns once per chunk, as a row drop does.
+# columns filled. Growing copies the filled columns once per chunk, as a row drop does. (The
+# float32 step reads only the filled columns: the engine allocates its cache whole.)
 GROW_COLUMNS = 16
 
 

@@ -6,7 +6,8 @@ backward is slower than the rest of the model together. This module reads the we
 `LlamaForCausalLM` (or `Qwen2ForCausalLM`) as they are, concatenates q/k/v and gate/up into single
 matrices (differentiably: gradients reach the model's own parameters), and runs the model as a
 handful of tensor ops: `decode_step.Decoder` with a KV cache for sampling, `completion_logits`
-(and `completion_head_inputs`, the LM head's input at the real completion tokens only) for the
+(and `completion_head_inputs`, the LM head's input at the real completion tokens only; the
+trainer runs `packed`'s version, which skips padding in every layer) for the
 training forward (attention as two matmuls and a float32 softmax, as transformers' eager path;
 RMSNorm and rotary with their backward written out, `fused_ops`).
 

@@ -9,12 +9,13 @@ is encoded once and its keys/values are shared by its n samples; finished rows a
 the batch as it shrinks.
 
 The forward is a backend from `rlvr.models.backends`, chosen once when the engine is built:
-Llama-family models (`fused_llama.supports`) decode through the fused forward with a static KV
-cache and no per-token framework overhead; any other causal LM through its own `forward` with the
-model's cache. `rlvr.rollout.decode.drive` is the one loop and the one finished-row bookkeeping
-around either. With `autocast_bf16` the matrices run in bfloat16 (float32 residual stream),
-matching training under `model.autocast_bf16`. Models under 20M parameters decode on one torch
-thread (restored afterwards): their per-token ops are too small to split.
+Llama-family models (`fused_llama.supports`) decode through the fused forward with a KV cache
+that widens in chunks as columns fill (`decode_step.Decoder`) and no per-token framework
+overhead; any other causal LM through its own `forward` with the model's cache.
+`rlvr.rollout.decode.drive` is the one loop and the one finished-row bookkeeping around either.
+With `autocast_bf16` the matrices run in bfloat16 (float32 residual stream), matching training
+under `model.autocast_bf16`. Models under 20M parameters decode on one torch thread (restored
+afterwards): their per-token ops are too small to split.
 
 Guaranteed: the same seed and the same weights give the same samples, bit for bit, on the same
 machine and thread count. Not guaranteed: the same samples as `model.generate` for a given seed
