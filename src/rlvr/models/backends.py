@@ -5,8 +5,8 @@ log-probs and entropies of completion tokens (`logp_entropy`). Chosen once per m
 
 `fused` (Llama/Qwen2, `fused_llama.supports`): fused weights, a KV cache (widened in chunks as it
 fills) whose finished rows can be dropped (`drops_rows`), attention as two matmuls and a float32
-softmax. `model`: the model's
-own forward and cache under the device's autocast; its rows stay until the batch ends.
+softmax. `model`: the model's own forward and cache under the device's autocast; its rows stay
+until the batch ends.
 
 Guaranteed: a backend's log-probs and its decode logits are the same computation (the fused
 backend agrees with the model's own forward to float rounding), and the same inputs give the same
@@ -118,7 +118,7 @@ class FusedBackend:
         cut = batch.trimmed()
         real = cut.completion_mask.bool()
         hidden, head = packed.completion_head_inputs(self.model, *_tensors(cut), self.dtype,
-                                                          held=self._held)
+                                                     held=self._held)
         logp, entropy = logp_entropy(F.linear(hidden, head), cut.completion_ids[real], temperature)
         full = batch.completion_mask.bool()
         zeros = torch.zeros(full.shape, dtype=logp.dtype, device=logp.device)

@@ -25,19 +25,12 @@ import torch
 import torch.nn.functional as F
 
 from rlvr.models import fused_llama
+from rlvr.models.fused_ops import fold_sin  # noqa: F401 (the decode step's rotary table; callers name it here)
 
 # Attend over every cache column (masked beyond the filled ones) rather than a slice: a bf16
 # batched matmul copies a sliced operand (twice per layer and step, more than the masked columns'
 # arithmetic: 0.36 vs 0.72 ms a layer at 32 rows, 100 of 124 columns); a float32 one does not.
 WHOLE_CACHE = {torch.bfloat16: True, torch.float32: False}
-
-
-def fold_sin(sin: torch.Tensor) -> torch.Tensor:
-    """sin with the rotate-half sign folded in: [-sin[:D/2], sin[D/2:]] along the last axis, so
-    that x·cos + rotate_half(x)·sin = x·cos + swap_halves(x)·fold_sin(sin) exactly (a negation
-    is exact, and the products and the sum are the same floats in the same order)."""
-    half = sin.shape[-1] // 2
-    return torch.cat([-sin[..., :half], sin[..., half:]], dim=-1)
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin_folded: torch.Tensor) -> torch.Tensor:

@@ -289,13 +289,30 @@ def _distinct_prompts(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor):
     return distinct[:, :tp], distinct[:, tp:].to(prompt_mask.dtype), inverse
 
 
-def _shared_prompt(w: "Weights", prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, inverse: torch.Tensor,
-                   completion_ids: torch.Tensor, completion_mask: torch.Tensor) -> torch.Tensor:
-    """`_predicting` with each distinct prompt [U, Tp] run once: its keys and values (and the
-    hidden state that predicts the first completion token) are gathered for the rows `inverse`
-    names. Exact, not an approximation: a prompt position never attends to a completion, so its
-    activations are the same in every row, and autograd sums each row's gradient through the
-    gather. The prompts' share of the update's arithmetic drops by the rows per prompt (G)."""
+@dataclass
+class _Prompts:
+    """The shared-prompt pass (`_prompt_pass`): what a completion pass over the same rows needs."""
+
+    last: torch.Tensor         # [B, d] float32: each row's prompt's last position (predicts token 0)
+    keys: list[tuple[torch.Tensor, torch.Tensor]]   # per layer, each distinct prompt's keys and values
+    inverse: torch.Tensor      # [B] long: each row's distinct prompt
+    embedded: torch.Tensor     # [n, d] float32: the completion tokens handed in, embedded
+    cos: torch.Tensor          # [S, D] rotary tables covering prompt and completion positions
+    sin: torch.Tensor
+    positions: torch.Tensor    # [B, Tc] long: each completion column's position
+    bias: torch.Tensor         # the completion queries' `attention_bias` over prompt + completion keys
+
+    def row_keys(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The rows' prompt keys and values [B, K, Tp, D] at `layer`, gathered when asked for."""
+        k, v = self.keys[layer]
+        return k[self.inverse], v[self.inverse]
+
+
+def _prompt_pass(w: "Weights", prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, inverse: torch.Tensor,
+                 completion_mask: torch.Tensor, completion_tokens: torch.Tensor) -> _Prompts:
+    """Each distinct prompt [U, Tp] through the stack once, and `completion_tokens` (the
+    completions' ids, padded [B·Tc] or real ones only) embedded in the same lookup: its backward
+    builds one dense [V, d] gradient, not two."""
     p_pos = (prompt_mask.cumsum(-1) - 1).clamp_(min=0)
     c_pos = (prompt_mask.sum(-1, keepdim=True)[inverse] + completion_mask.cumsum(-1) - 1).clamp_(min=0)
     cos, sin = w.rope_table(int(max(p_pos.max(), c_pos.max())) + 1)
@@ -307,22 +324,33 @@ def _shared_prompt(w: "Weights", prompt_ids: torch.Tensor, prompt_mask: torch.Te
         keys.append((k, v))
         return eager_attention(q, k, v, p_bias)
 
-    # one embedding lookup for prompts and completions: its backward builds one dense [V, d]
-    # gradient, not two
-    e_p, e_c = F.embedding(torch.cat([prompt_ids.flatten(), completion_ids.flatten()]), w.embed,
-                           w.padding_idx).float().split([prompt_ids.numel(), completion_ids.numel()])
+    e_p, e_c = F.embedding(torch.cat([prompt_ids.flatten(), completion_tokens]), w.embed,
+                           w.padding_idx).float().split([prompt_ids.numel(), completion_tokens.numel()])
     h_p = run_layers(w, e_p.view(*prompt_ids.shape, -1), cos[p_pos][:, None], sin[p_pos][:, None],
                      attend_prompt)
-    b, tc = completion_ids.shape
+    b, tc = completion_mask.shape
     seen = prompt_mask.bool()[inverse][:, None, None, :].expand(b, 1, tc, prompt_mask.shape[1])
     c_bias = attention_bias(torch.cat([seen, prefix_mask(completion_mask)], dim=-1), groups)
+    return _Prompts(h_p[inverse, -1], keys, inverse, e_c, cos, sin, c_pos, c_bias)
+
+
+def _shared_prompt(w: "Weights", prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, inverse: torch.Tensor,
+                   completion_ids: torch.Tensor, completion_mask: torch.Tensor) -> torch.Tensor:
+    """`_predicting` with each distinct prompt [U, Tp] run once: its keys and values (and the
+    hidden state that predicts the first completion token) are gathered for the rows `inverse`
+    names. Exact, not an approximation: a prompt position never attends to a completion, so its
+    activations are the same in every row, and autograd sums each row's gradient through the
+    gather. The prompts' share of the update's arithmetic drops by the rows per prompt (G)."""
+    p = _prompt_pass(w, prompt_ids, prompt_mask, inverse, completion_mask, completion_ids.flatten())
+    b, tc = completion_ids.shape
 
     def attend_completion(i, q, k, v):
-        pk, pv = keys[i]
-        return eager_attention(q, torch.cat([pk[inverse], k], 2), torch.cat([pv[inverse], v], 2), c_bias)
+        pk, pv = p.row_keys(i)
+        return eager_attention(q, torch.cat([pk, k], 2), torch.cat([pv, v], 2), p.bias)
 
-    h_c = run_layers(w, e_c.view(b, tc, -1), cos[c_pos][:, None], sin[c_pos][:, None], attend_completion)
-    return torch.cat([h_p[inverse, -1:], h_c[:, :-1]], dim=1)
+    h_c = run_layers(w, p.embedded.view(b, tc, -1), p.cos[p.positions][:, None], p.sin[p.positions][:, None],
+                     attend_completion)
+    return torch.cat([p.last[:, None], h_c[:, :-1]], dim=1)
 
 
 class WeightCache:

@@ -43,6 +43,14 @@ class RMSNorm(torch.autograd.Function):
         return dh, dw, None, None
 
 
+def fold_sin(sin: torch.Tensor) -> torch.Tensor:
+    """sin with the rotate-half sign folded in: [-sin[:D/2], sin[D/2:]] along the last axis, so
+    that x·cos + rotate_half(x)·sin = x·cos + swap_halves(x)·fold_sin(sin) exactly (a negation
+    is exact, and the products and the sum are the same floats in the same order)."""
+    half = sin.shape[-1] // 2
+    return torch.cat([-sin[..., :half], sin[..., half:]], dim=-1)
+
+
 def _add_swapped_halves(out: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """out += cat(x₂, x₁) along the last axis (x = [x₁ | x₂]), in place, without making the swap."""
     half = x.shape[-1] // 2
@@ -76,8 +84,9 @@ class QKVRotary(torch.autograd.Function):
         # float32 in a new contiguous [B, H + K, T, D] tensor (float() of a bf16 slice; a copy in
         # float32 too, which the in-place product below needs)
         xf = x[:, :heads + kv_heads].to(torch.float32, memory_format=torch.contiguous_format, copy=True)
-        out = _add_swapped_halves(xf * cos, xf.mul_(torch.cat([sin[..., half:], -sin[..., :half]], -1)))
-        ctx.save_for_backward(cos, torch.cat([-sin[..., :half], sin[..., half:]], -1))
+        folded = fold_sin(sin)   # [−s₁ | s₂]; its halves swapped are [s₂ | −s₁]
+        out = _add_swapped_halves(xf * cos, xf.mul_(folded.roll(half, -1)))
+        ctx.save_for_backward(cos, folded)
         ctx.heads, ctx.kv_heads, ctx.qkv_shape = heads, kv_heads, qkv.shape
         q, k = (part.to(qkv.dtype, memory_format=torch.contiguous_format)
                 for part in out.split([heads, kv_heads], 1))

@@ -18,6 +18,8 @@ position is padding or a completion mask has a hole (no real position predicts t
 
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 import torch.nn.functional as F
 
@@ -48,7 +50,8 @@ class _Scatter:
         return out
 
 
-def _attend(scatter: _Scatter, bias: torch.Tensor, prefix=None):
+def _attend(scatter: _Scatter, bias: torch.Tensor,
+            prefix: Callable[[int], tuple[torch.Tensor, torch.Tensor]] | None = None):
     """attend(layer, q, k, v) for `run_layers` on packed tokens: the padded eager attention; with
     `prefix` (per layer, the rows' prompt keys and values [B, K, Tp, D]) in front of the keys."""
 
@@ -107,35 +110,16 @@ def _whole(w, prompt_ids, prompt_mask, completion_ids, completion_mask) -> torch
 
 def _shared_prompt(w, prompt_ids, prompt_mask, inverse, completion_ids, completion_mask) -> torch.Tensor:
     """`fused_llama._shared_prompt` with the completions packed: each distinct prompt runs once
-    (padded: prompts are left-padded to a common width), the completions' real tokens as one
-    sequence whose attention reads its row's prompt keys and values in front of its own."""
-    p_pos = (prompt_mask.cumsum(-1) - 1).clamp_(min=0)
+    (`fused_llama._prompt_pass`, padded: prompts are left-padded to a common width), the
+    completions' real tokens as one sequence whose attention reads its row's prompt keys and
+    values in front of its own."""
     real = completion_mask.bool()
-    c_pos = (prompt_mask.sum(-1, keepdim=True)[inverse] + completion_mask.cumsum(-1) - 1).clamp_(min=0)
-    cos, sin = w.rope_table(int(max(p_pos.max(), c_pos.max())) + 1)
-    groups = w.heads // w.kv_heads
-    keys: list[tuple[torch.Tensor, torch.Tensor]] = []
-    p_bias = fused_llama.attention_bias(fused_llama.prefix_mask(prompt_mask), groups)
-
-    def attend_prompt(_, q, k, v):
-        keys.append((k, v))
-        return fused_llama.eager_attention(q, k, v, p_bias)
-
-    # one embedding lookup for prompts and completions: its backward builds one dense [V, d] gradient
-    c_ids = completion_ids[real]
-    e_p, e_c = F.embedding(torch.cat([prompt_ids.flatten(), c_ids]), w.embed, w.padding_idx).float().split(
-        [prompt_ids.numel(), c_ids.numel()])
-    h_p = fused_llama.run_layers(w, e_p.view(*prompt_ids.shape, -1), cos[p_pos][:, None], sin[p_pos][:, None],
-                                 attend_prompt)
-    b, tc = completion_ids.shape
-    seen = prompt_mask.bool()[inverse][:, None, None, :].expand(b, 1, tc, prompt_mask.shape[1])
-    c_bias = fused_llama.attention_bias(torch.cat([seen, fused_llama.prefix_mask(completion_mask)], dim=-1),
-                                        groups)
+    p = fused_llama._prompt_pass(w, prompt_ids, prompt_mask, inverse, completion_mask, completion_ids[real])
     scatter = _Scatter(completion_mask)
-    prefix = lambda i: (keys[i][0][inverse], keys[i][1][inverse])   # noqa: E731 (the rows' prompt keys)
-    h_c = fused_llama.run_layers(w, e_c[None], cos[c_pos[real]][None, None], sin[c_pos[real]][None, None],
-                                 _attend(scatter, c_bias, prefix))
+    h_c = fused_llama.run_layers(w, p.embedded[None], p.cos[p.positions[real]][None, None],
+                                 p.sin[p.positions[real]][None, None], _attend(scatter, p.bias, p.row_keys))
     # completion token 0 is predicted by its prompt's last position, token j > 0 by token j - 1
+    b = completion_ids.shape[0]
     index = scatter.index()
     source = torch.cat([torch.arange(b, device=index.device)[:, None], b + index[:, :-1]], dim=1)[real]
-    return torch.cat([h_p[:, -1][inverse], h_c[0]])[source]
+    return torch.cat([p.last, h_c[0]])[source]
