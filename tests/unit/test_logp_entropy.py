@@ -9,7 +9,7 @@ import torch
 
 from rlvr.algo.logp_entropy import logp_entropy
 from rlvr.algo.losses import token_entropy
-from rlvr.models import backends, fused_llama
+from rlvr.models import backends, fused_llama, packed
 from rlvr.models.policy import token_logprobs
 from rlvr.models.tiny import build_model
 from rlvr.training import forward
@@ -110,7 +110,8 @@ def test_training_forward_matches_the_full_logits_path(autocast, pad):
 def test_padding_never_reaches_the_layers(monkeypatch):
     """The fused training forward runs the layers over the call's real tokens packed into one
     sequence (`models.packed`): no padding position, not even a row's own (rows here are 3-7
-    completion tokens in 10 columns, prompts 4-6 in 9)."""
+    completion tokens in 10 columns, prompts 4-6 in 9), only the rows that round the sequence up
+    to its bucket (`packed.bucketed`)."""
     model, _ = build_model(seed=3, hidden=32, layers=2, heads=4, mlp=64)
     shapes = []
     real = fused_llama.run_layers
@@ -118,7 +119,9 @@ def test_padding_never_reaches_the_layers(monkeypatch):
                         lambda w, h, *a: shapes.append(tuple(h.shape[:2])) or real(w, h, *a))
     batch = _batch(model.config.vocab_size, pad=3)
     forward.choose(model, Compute(), False)(batch, 1.0)
-    assert shapes == [(1, int(batch.prompt_mask.sum() + batch.completion_mask.sum()))] == [(1, 50)]
+    real_tokens = int(batch.prompt_mask.sum() + batch.completion_mask.sum())
+    assert real_tokens == 50 and shapes == [(1, packed.bucketed(50))] == [(1, 64)]
+    assert 64 < batch.prompt_ids.shape[0] * (batch.prompt_ids.shape[1] + batch.completion_ids.shape[1])
 
 
 def test_a_call_without_real_tokens_still_backpropagates():

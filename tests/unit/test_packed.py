@@ -37,7 +37,9 @@ def _value_and_grads(fn, model, inputs, dtype):
 
 
 MODELS = {"mha": lambda: build_model(seed=3, hidden=32, layers=2, heads=4, mlp=64)[0],
-          "gqa": lambda: zoo.gqa_llama()}
+          "gqa": lambda: zoo.gqa_llama(),
+          # q/k/v biases: the bucket's zero rows are not zeros past the first projection
+          "qwen2": lambda: zoo.build("qwen2", seed=1)[0]}
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -60,6 +62,39 @@ def test_packed_forward_gives_the_padded_forwards_values(arch, share, dtype):
     tol = 1e-5 if dtype == torch.float32 else 2e-2
     for a, b in zip(got_grads, want_grads):
         torch.testing.assert_close(a, b, atol=tol * float(b.abs().max()), rtol=0)
+
+
+def test_bucketed_sizes():
+    sizes = [packed.bucketed(n) for n in range(1, 20000)]
+    assert all(b >= n and (b - n) * 32 <= max(n, 16 * 32) for n, b in enumerate(sizes, 1))
+    assert all(b % 16 == 0 for b in sizes)
+    # few sizes between any n and 2n: the kernels and blocks of one are reused by the next
+    assert max(len(set(sizes[n - 1:2 * n - 1])) for n in (100, 1000, 3000, 9000)) <= 64
+
+
+@pytest.mark.parametrize("share", [False, True])
+def test_the_packed_sequence_is_bucketed(share, monkeypatch):
+    """The layers run on `bucketed(N)` rows whatever the micro-batch's real-token count N: two
+    micro-batches a few tokens apart give the matmuls one shape (oneDNN compiles a kernel per shape)."""
+    model = MODELS["mha"]()
+    seen = []
+    run_layers = fused_llama.run_layers
+
+    def spy(w, h, *a):
+        seen.append(h.shape[1])
+        return run_layers(w, h, *a)
+
+    monkeypatch.setattr(fused_llama, "run_layers", spy)
+    width = fused_llama.SHARED_PROMPT_MIN_TOKENS + 3 if share else 7
+    padded = 0
+    for seed in range(6):
+        inputs = _rows(model.config.vocab_size, 12, width, 9, share, seed=seed)
+        seen.clear()
+        packed.completion_head_inputs(model, *inputs)
+        n = int(inputs[3].sum()) + (0 if share else int(inputs[1].sum()))   # the packed tokens
+        assert seen[-1] == packed.bucketed(n)
+        padded += packed.bucketed(n) > n
+    assert padded   # the cases did exercise bucket rows
 
 
 @pytest.mark.parametrize("case", ["empty last prompt column", "a hole in a completion"])

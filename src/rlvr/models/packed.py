@@ -14,6 +14,16 @@ zeros at masked ones), in the same order (row by row, real completion tokens onl
 bits are the same depends on the matmul kernels summing each row alike whatever the row count (on
 the CPUs measured: the same bits). Falls back to the padded forward where a row's last prompt
 position is padding or a completion mask has a hole (no real position predicts the next token).
+
+The packed sequence is rounded up to a bucket (`bucketed`: a multiple of the power of two below
+1/32 of its length; the added rows hold zeros, and as nothing reads their outputs, neither
+attention nor the loss, their gradients are exact zeros). Why: the real-token count differs in
+every micro-batch, and every new row count costs oneDNN a freshly compiled kernel per matmul shape
+(forward and both gradients, 2-7 ms each on the AMX Xeon measured) and the allocator blocks of
+sizes it has not handed out before (fresh pages, whose faults cost ~80 µs each on that KVM guest);
+a few dozen sizes get reused instead. On the tiny model's 28 updates of a run
+(`bench/update_buckets.py`): 6.35 → 5.69 s (1.12×), minor faults 13.7 k → 4.9 k, system time
+1.16 → 0.78 s, RSS after them 1020 → 863 MB; SmolLM2's preset update unchanged (12.13 s).
 """
 
 from __future__ import annotations
@@ -27,21 +37,41 @@ from rlvr.models import fused_llama
 from rlvr.models.held_weights import HeldWeights
 
 
+# False: the packed sequence is exactly the real tokens (bench/update_buckets.py's baseline)
+BUCKETS = True
+
+
+def bucketed(n: int) -> int:
+    """n rounded up to a multiple of the power of two nearest below n/32 (at least 16): at most
+    1/32 more rows (≈ 1/64 on average), a few dozen sizes between any n and 2n."""
+    if not BUCKETS:
+        return n
+    step = max(16, 1 << max(0, n.bit_length() - 6))
+    return -(-n // step) * step
+
+
 class _Scatter:
-    """Moves per-token tensors between the packed layout [1, H, N, D] (the real positions of
-    mask [B, T], row by row) and the padded one [B, H, T, D] (zeros at padding)."""
+    """Moves per-token tensors between the packed layout [1, H, N', D] (the N real positions of
+    mask [B, T], row by row, then N' - N rows of bucket padding: `bucketed`) and the padded one
+    [B, H, T, D] (zeros at padding)."""
 
     def __init__(self, mask: torch.Tensor):
         self.b, self.t = mask.bool().nonzero(as_tuple=True)
         self.shape = mask.shape
+        self.n = self.b.numel()
+        self.rows = bucketed(self.n)
+
+    def pad(self, x: torch.Tensor) -> torch.Tensor:
+        """x [N, ...] with the bucket's zero rows appended: [N', ...]."""
+        return torch.cat([x, x.new_zeros((self.rows - self.n, *x.shape[1:]))]) if self.rows > self.n else x
 
     def padded(self, x: torch.Tensor) -> torch.Tensor:
         out = x.new_zeros((self.shape[0], x.shape[1], self.shape[1], x.shape[3]))
-        out[self.b, :, self.t] = x[0].transpose(0, 1)
+        out[self.b, :, self.t] = x[0, :, :self.n].transpose(0, 1)
         return out
 
     def packed(self, x: torch.Tensor) -> torch.Tensor:
-        return x[self.b, :, self.t].transpose(0, 1)[None]
+        return self.pad(x[self.b, :, self.t])[None].transpose(1, 2)
 
     def index(self) -> torch.Tensor:
         """[B, T] long: each real position's index in the packed sequence (-1 at padding)."""
@@ -101,8 +131,9 @@ def _whole(w, prompt_ids, prompt_mask, completion_ids, completion_mask) -> torch
     cos, sin = w.rope_table(int(pos.max()) + 1)
     scatter = _Scatter(mask)
     bias = fused_llama.attention_bias(fused_llama.prefix_mask(mask), w.heads // w.kv_heads)
-    h = fused_llama.run_layers(w, F.embedding(ids[real], w.embed, w.padding_idx).float()[None],
-                               cos[pos[real]][None, None], sin[pos[real]][None, None], _attend(scatter, bias))
+    p = scatter.pad(pos[real])   # the bucket's rows at position 0 (nothing reads them)
+    h = fused_llama.run_layers(w, scatter.pad(F.embedding(ids[real], w.embed, w.padding_idx).float())[None],
+                               cos[p][None, None], sin[p][None, None], _attend(scatter, bias))
     tp, tc = prompt_ids.shape[1], completion_ids.shape[1]
     # the position before completion token j is prompt_width - 1 + j: real wherever token j is
     return h[0, scatter.index()[:, tp - 1:tp - 1 + tc][completion_mask.bool()]]
@@ -116,8 +147,9 @@ def _shared_prompt(w, prompt_ids, prompt_mask, inverse, completion_ids, completi
     real = completion_mask.bool()
     p = fused_llama._prompt_pass(w, prompt_ids, prompt_mask, inverse, completion_mask, completion_ids[real])
     scatter = _Scatter(completion_mask)
-    h_c = fused_llama.run_layers(w, p.embedded[None], p.cos[p.positions[real]][None, None],
-                                 p.sin[p.positions[real]][None, None], _attend(scatter, p.bias, p.row_keys))
+    at = scatter.pad(p.positions[real])   # the bucket's rows at position 0 (nothing reads them)
+    h_c = fused_llama.run_layers(w, scatter.pad(p.embedded)[None], p.cos[at][None, None],
+                                 p.sin[at][None, None], _attend(scatter, p.bias, p.row_keys))
     # completion token 0 is predicted by its prompt's last position, token j > 0 by token j - 1
     b = completion_ids.shape[0]
     index = scatter.index()
