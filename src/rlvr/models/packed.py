@@ -20,7 +20,7 @@ The packed sequence is rounded up to a bucket (`bucketed`: a multiple of the pow
 attention nor the loss, their gradients are exact zeros). Why: the real-token count differs in
 every micro-batch, and every new row count costs oneDNN a freshly compiled kernel per matmul shape
 (forward and both gradients, 2-7 ms each on the AMX Xeon measured) and the allocator blocks of
-sizes it has not handed out before (fresh pages, whose faults cost ~80 µs each on that KVM guest);
+sizes it has not handed out before (fresh pages: 30-110 µs of system time a fault on that KVM guest);
 a few dozen sizes get reused instead. On the tiny model's 28 updates of a run
 (`bench/update_buckets.py`): 6.35 → 5.69 s (1.12×), minor faults 13.7 k → 4.9 k, system time
 1.16 → 0.78 s, RSS after them 1020 → 863 MB; SmolLM2's preset update unchanged (12.13 s).
