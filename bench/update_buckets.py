@@ -63,6 +63,7 @@ def replay(args) -> None:
     import torch
     from transformers import AutoModelForCausalLM
 
+    import grpo_vs_trl as bench
     from rlvr.models import packed
     from rlvr.training.update import update_policy
 
@@ -71,7 +72,8 @@ def replay(args) -> None:
     out = Path(args.workdir) / "update_buckets"
     model = AutoModelForCausalLM.from_pretrained((out / "model").read_text(), dtype="float32")
     model.load_state_dict(torch.load(out / "weights.pt"))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5, betas=(0.9, 0.99), weight_decay=0.0)
+    g = bench.rlvr_config(bench.parse_args([]), Path("unused"), Path("unused")).grpo   # the run's AdamW
+    optimizer = torch.optim.AdamW(model.parameters(), lr=g.lr, betas=g.adam_betas, weight_decay=g.weight_decay)
     files = sorted(out.glob("[0-9][0-9][0-9].pt"))
     seconds, before = 0.0, None
     for i, f in enumerate(files):
@@ -93,14 +95,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--workdir", default=str(HERE.parent / "runs" / "bench_grpo_vs_trl"))
+    ap.add_argument("--workdir", help="default: grpo_vs_trl.py's (its cold start is reused)")
     ap.add_argument("--variant", choices=["buckets", "exact"], help=argparse.SUPPRESS)
     args = ap.parse_args()
+    import grpo_vs_trl
+
+    args.workdir = args.workdir or grpo_vs_trl.parse_args([]).workdir
     if args.variant:
         return replay(args)
     if not (Path(args.workdir) / "update_buckets" / "weights.pt").is_file():
         capture(args)
-    import grpo_vs_trl
     from stages import cpu_name
 
     print(f"CPU: {cpu_name()}; native bf16: {grpo_vs_trl.native_bf16()} (the run's precision follows it)")
