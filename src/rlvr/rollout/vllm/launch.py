@@ -33,7 +33,7 @@ def server_python(configured: str = "", roots: tuple[Path, ...] | None = None) -
         return configured
     if importlib.util.find_spec("vllm") is not None:
         return sys.executable
-    for root in roots if roots is not None else (Path(__file__).resolve().parents[3], Path.cwd()):
+    for root in roots if roots is not None else (Path(__file__).resolve().parents[4], Path.cwd()):
         candidate = root / ".venv-vllm" / "bin" / "python"
         if candidate.exists():
             return str(candidate)
@@ -47,7 +47,7 @@ def server_env(key: str) -> dict[str, str]:
     from rlvr.rollout.vllm.engine import _CPU_ENV
 
     env = {k: v for k, v in os.environ.items() if k not in _RANK_VARS}
-    src = str(Path(__file__).resolve().parents[2])
+    src = str(Path(__file__).resolve().parents[3])
     env["PYTHONPATH"] = os.pathsep.join([src] + [p for p in [env.get("PYTHONPATH", "")] if p])
     env["OMP_NUM_THREADS"] = "1"   # one thread per server: N servers share the cores, not N² threads
     env["RLVR_VLLM_AUTHKEY"] = key
