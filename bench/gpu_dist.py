@@ -50,7 +50,8 @@ def main(mode: str) -> int:
     from rlvr.models.device import Device
     from rlvr.models.policy import load_policy
     from rlvr.rollout.hf import HFEngine
-    from rlvr.training.distributed import DataParallel, FullCopyEngine
+    from rlvr.rollout.ranks import FullCopyEngine
+    from rlvr.training.distributed import DataParallel
 
     dp = DataParallel(mode)
     device = Device.resolve("cuda" if dp.device.type == "cuda" else "cpu", bf16=False,
@@ -66,7 +67,7 @@ def main(mode: str) -> int:
     diff = max(float((grads[k] - want[k]).abs().max()) for k in want)
     scale = max(float(g.abs().max()) for g in want.values())
     if mode == "fsdp2":
-        engine = FullCopyEngine(lambda m: HFEngine(m, tok, device=device), wrapped, dp, sampling)
+        engine = FullCopyEngine(lambda m: HFEngine(m, tok, device=device), wrapped, sampling)
         engine.load_weights(wrapped, 1)
     backend = torch.distributed.get_backend()
     dp.close()

@@ -2,7 +2,8 @@
 
 The public surface is `__all__`: the config (`Config`, `load`), the data that flows between stages
 (`Problem`, `Completion`, `Group`, `Score`), the user-facing errors, the verifier protocol and
-registry, and the rollout engine protocol with its sampling parameters. Each name is imported on
+registry, the rollout engine protocol with its sampling parameters and the engine table
+(`register_engine`), and the task protocol and registry (`Task`, `register_task`). Each name is imported on
 first use, so `import rlvr` loads nothing else. The training entry point is `rlvr.train.train`
 (the submodule `rlvr.train` owns the name, so the package cannot re-export the function under it);
 the `rlvr` command is the other way in.
@@ -22,6 +23,8 @@ _SURFACE = {
     "Verifier": "rlvr.verifiers.base", "get_verifier": "rlvr.verifiers.base",
     "register_verifier": "rlvr.verifiers.base", "verifier_names": "rlvr.verifiers.base",
     "RolloutEngine": "rlvr.rollout.base", "SamplingParams": "rlvr.rollout.base",
+    "register_engine": "rlvr.rollout.engines",
+    "Task": "rlvr.tasks.base", "register_task": "rlvr.tasks.base",
 }
 
 __all__ = sorted(_SURFACE) + ["__version__"]
@@ -31,6 +34,8 @@ if TYPE_CHECKING:   # F401: these names are used through `__all__`, which ruff c
     from rlvr.config import Config, load  # noqa: F401
     from rlvr.errors import ConfigError, DataError, UserError  # noqa: F401
     from rlvr.rollout.base import RolloutEngine, SamplingParams  # noqa: F401
+    from rlvr.rollout.engines import register_engine  # noqa: F401
+    from rlvr.tasks.base import Task, register_task  # noqa: F401
     from rlvr.types import Completion, Group, Problem, Score  # noqa: F401
     from rlvr.verifiers.base import Verifier, get_verifier, register_verifier, verifier_names  # noqa: F401
 

@@ -10,7 +10,8 @@ import torch
 
 from rlvr.models.policy import load_policy
 from rlvr.rollout.hf import HFEngine
-from rlvr.training.distributed import DataParallel, FullCopyEngine
+from rlvr.rollout.ranks import FullCopyEngine
+from rlvr.training.distributed import DataParallel
 
 
 def main(out: str) -> None:
@@ -20,7 +21,7 @@ def main(out: str) -> None:
     sampling_copy = copy.deepcopy(model)
     initial = {k: v.detach().clone() for k, v in sampling_copy.state_dict().items()}
     model = dp.wrap(model)
-    engine = FullCopyEngine(lambda m: HFEngine(m, tok), model, dp, sampling_copy)
+    engine = FullCopyEngine(lambda m: HFEngine(m, tok), model, sampling_copy)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     ids = torch.arange(3, 19)[None].repeat(2, 1)
     model(input_ids=ids).logits.float().pow(2).mean().backward()

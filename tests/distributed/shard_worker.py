@@ -51,7 +51,8 @@ def one_update(train_model, groups, pad_id, dp=None) -> dict[str, float]:
 def main(mode: str, out: str) -> None:
     from rlvr.models.policy import load_policy
     from rlvr.rollout.hf import HFEngine
-    from rlvr.training.distributed import DataParallel, FullCopyEngine, ShardedEngine
+    from rlvr.rollout.ranks import FullCopyEngine, ShardedEngine
+    from rlvr.training.distributed import DataParallel
 
     torch.set_num_threads(1)
     model, tok = load_policy("builtin:tiny-llama", seed=0)
@@ -59,7 +60,7 @@ def main(mode: str, out: str) -> None:
     train_model = dp.wrap(model)
     if mode == "fsdp2":
         copy, _ = load_policy("builtin:tiny-llama", seed=0)
-        inner = FullCopyEngine(lambda m: HFEngine(m, tok), train_model, dp, copy)
+        inner = FullCopyEngine(lambda m: HFEngine(m, tok), train_model, copy)
     else:
         inner = HFEngine(model, tok)
     engine = ShardedEngine(inner, dp)

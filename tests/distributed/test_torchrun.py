@@ -97,7 +97,7 @@ def _one_process_shards(model, tok, seed: int) -> list:
     from shard_worker import N, params, problems
 
     from rlvr.rollout.hf import HFEngine
-    from rlvr.training.distributed import rank_seed
+    from rlvr.rollout.ranks import rank_seed
 
     local, todo = HFEngine(model, tok), problems()
     out: list = [None] * len(todo)

@@ -248,7 +248,8 @@ def test_other_engines_are_refused(engine):
     from rlvr import config as config_mod
     from rlvr.errors import ConfigError
     from rlvr.config.checks import check_combinations
+    from rlvr.rollout.engines import ENGINES
 
     cfg = config_mod.from_dict({"data": {"task": "verifiers:m:f"}})
     with pytest.raises(ConfigError, match=r"rollout.engine: data.task=verifiers:\.\.\. runs episodes"):
-        check_combinations(cfg, engine, False)
+        check_combinations(cfg, engine, False, ENGINES)

@@ -12,7 +12,10 @@ import subprocess
 import sys
 import textwrap
 
-from rlvr.training.extras import EXTRAS
+from rlvr.rollout.engines import ENGINES
+from rlvr.training.extras import EXTRAS, engine_extras
+
+ALL = EXTRAS + tuple(e for row in ENGINES.values() for e in engine_extras(row))
 
 CASES = {   # extra: the command-line override that needs it
     "lora": "model.lora.r=8",
@@ -46,8 +49,8 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_each_missing_extra_stops_the_run_with_exit_2_and_its_install_line(tmp_path):
-    assert set(CASES) == {e.extra for e in EXTRAS}, "every extra needs a case here"
-    modules = {e.extra: e.module for e in EXTRAS}
+    assert set(CASES) == {e.extra for e in ALL}, "every extra needs a case here"
+    modules = {e.extra: e.module for e in ALL}
     cases = {x: (modules[x], o, str(tmp_path / "runs" / x)) for x, o in CASES.items()}
     env = dict(os.environ, OMP_NUM_THREADS="1")
     proc = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(cases)], capture_output=True,

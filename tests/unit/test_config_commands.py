@@ -9,6 +9,7 @@ import pytest
 from rlvr.cli.eval import eval_config, options
 from rlvr.cli.main import _parse, build_parser, main
 from rlvr.cli.sft import sft_config
+from rlvr.rollout.engines import ENGINES
 from rlvr.config import EvalCommandConfig, SftCommandConfig, check_launch, from_dict
 from rlvr.errors import ConfigError
 
@@ -78,8 +79,8 @@ def test_unknown_flags_are_still_refused():
 
 def test_launch_checks_take_the_world_size():
     cfg = from_dict({}, ["model.lora.r=4"])
-    check_launch(cfg, 1)
+    check_launch(cfg, 1, ENGINES)
     with pytest.raises(ConfigError, match=r"model\.lora\.r: not supported under torchrun"):
-        check_launch(cfg, 2)
+        check_launch(cfg, 2, ENGINES)
     with pytest.raises(ConfigError, match="under torchrun is not supported"):
-        check_launch(from_dict({}, ["rollout.engine=ray"]), 2)
+        check_launch(from_dict({}, ["rollout.engine=ray"]), 2, ENGINES)

@@ -17,10 +17,10 @@ from rlvr.errors import ConfigError
 from rlvr.models.policy import encode_prompt, load_policy
 from rlvr.rollout.base import PromptEncoder, RolloutEngine, check_engine_protocol, missing_members
 from rlvr.rollout.hf import HFEngine
+from rlvr.rollout.ranks import ShardedEngine
 from rlvr.tasks import base as tasks
 from rlvr.tasks.arithmetic import ANSWER_MARK, ArithmeticTask, make_problem
 from rlvr.tasks.rgym import ReasoningGymTask
-from rlvr.training.distributed import ShardedEngine
 from rlvr.training.setup import build_engine, build_problems
 from rlvr.types import Problem
 
@@ -38,14 +38,14 @@ def test_every_engine_and_wrapper_is_whole(tiny):
                 ShardedEngine(hf, types.SimpleNamespace(rank=0, world=1))]
     for engine in wrappers:
         assert missing_members(engine, RolloutEngine) == [], type(engine).__name__
-        assert engine.pad_id == hf.pad_id and engine.vocab_limit == hf.vocab_limit
+        assert engine.prompts is hf.prompts   # the prompt facts, passed on whole
         assert engine.sync_metrics == {} and engine.model is model
     check_engine_protocol(hf, continues=True)
 
 
 def test_an_engine_that_lacks_a_member_fails_at_build_time():
     class Partial:
-        pad_id, vocab_limit, version, model, sync_metrics = 0, None, 0, None, {}
+        prompts, version, model, sync_metrics = None, 0, None, {}
 
         def generate(self, problems, n, params, seed):
             return []
@@ -57,7 +57,7 @@ def test_an_engine_that_lacks_a_member_fails_at_build_time():
         check_engine_protocol(Partial())
     Partial.close = lambda self: None
     check_engine_protocol(Partial())
-    with pytest.raises(TypeError, match="TokenContinuer.*lacks continue_ids, prompts"):
+    with pytest.raises(TypeError, match="TokenContinuer.*lacks continue_ids$"):
         check_engine_protocol(Partial(), continues=True)
 
 
@@ -71,8 +71,8 @@ def test_build_engine_checks_continue_ids_for_episode_tasks(tiny, monkeypatch):
         def wrap_engine(self, engine, tokenizer):
             return engine
 
-    import rlvr.training.setup as setup
-    monkeypatch.setattr(setup, "_build_engine", lambda *a: ShardedEngine(
+    import rlvr.rollout.engines as engines
+    monkeypatch.setattr(engines, "build", lambda *a: ShardedEngine(
         HFEngine(model, tok), types.SimpleNamespace(rank=0, world=1)))
     with pytest.raises(TypeError, match="ShardedEngine .*lacks continue_ids"):
         build_engine(cfg, model, tok, task=Episodes())

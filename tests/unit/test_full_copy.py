@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from rlvr.models.tiny import build_model
-from rlvr.training.distributed import load_full_copy
+from rlvr.rollout.ranks import load_full_copy
 
 
 def _pair():

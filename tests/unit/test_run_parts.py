@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import types
+
 import torch
 import torch.distributed as dist
 import pytest
@@ -111,7 +113,8 @@ def _completion(text: str, reward: float | None = None) -> Completion:
 class _Engine:
     """A rollout engine that answers every problem with its reference, then ">0"."""
 
-    pad_id, vocab_limit, version, model = 0, None, 0, None
+    version, model = 0, None
+    prompts = types.SimpleNamespace(pad_id=0, vocab_limit=None)
 
     def __init__(self):
         self.seeds, self.loaded = [], []
@@ -170,17 +173,18 @@ def test_rollout_source_state_resumes_the_sampler_where_it_was():
     assert again.engine.seeds == first.engine.seeds[-1:]     # seeds come from (seed, step)
 
 
-def test_rollouts_ahead_run_on_a_private_engine_the_source_builds():
+def test_rollouts_ahead_run_on_the_engine_the_source_engine_shares():
     meter, copies = Meter(), []
 
-    def copy_engine():
-        copies.append(_Engine())
-        return copies[-1]
+    class Sharing(_Engine):
+        def share(self):
+            copies.append(_Engine())
+            return copies[-1]
 
     cfg = _cfg("grpo.group_size=2", "grpo.prompts_per_step=2", "rollout.max_staleness=1")
     problems = [Problem(id=f"p{i}", prompt="", reference="1", verifier="arithmetic") for i in range(4)]
-    source = RolloutSource(cfg, _Engine(), build_verifiers({"arithmetic"}), build_sampler(cfg, None, problems),
-                           meter, copy_engine)
+    source = RolloutSource(cfg, Sharing(), build_verifiers({"arithmetic"}), build_sampler(cfg, None, problems),
+                           meter)
     source.take(0)
     source.ahead(0, policy="weights after step 0")
     source.wait()

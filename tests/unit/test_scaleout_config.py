@@ -11,11 +11,19 @@ from rlvr.errors import ConfigError
 
 
 @pytest.mark.parametrize("override, field", [("run.data_parallel=zero3", "run.data_parallel"),
-                                             ("rollout.workers=0", "rollout.workers"),
-                                             ("rollout.engine=tpu", "rollout.engine")])
+                                             ("rollout.workers=0", "rollout.workers")])
 def test_bad_scaleout_values_name_the_field(override, field):
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
         config.load(None, [override])
+
+
+def test_an_unknown_engine_is_refused_when_the_run_opens():
+    """Engine names are the engine table's (`rlvr.register_engine` adds to it), so the config loads
+    and the check when a run opens, before anything is written, names the key and the known ones."""
+    from rlvr.training.setup import check_engine
+
+    with pytest.raises(ConfigError, match=r"invalid value 'tpu' for rollout\.engine; allowed: hf, vllm, ray"):
+        check_engine(config.load(None, ["rollout.engine=tpu"]))
 
 
 def test_an_engine_other_than_hf_is_refused_under_torchrun(monkeypatch):

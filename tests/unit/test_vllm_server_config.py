@@ -10,6 +10,7 @@ import pytest
 from rlvr import config as config_mod
 from rlvr.config.checks import check_combinations, check_launch
 from rlvr.errors import ConfigError
+from rlvr.rollout.engines import ENGINES
 
 
 def _cfg(**rollout):
@@ -17,34 +18,34 @@ def _cfg(**rollout):
 
 
 def test_servers_run_under_torchrun_where_the_in_process_engine_is_refused():
-    check_launch(_cfg(vllm_servers=2), 2)
+    check_launch(_cfg(vllm_servers=2), 2, ENGINES)
     with pytest.raises(ConfigError, match="under torchrun is not supported"):
-        check_launch(config_mod.from_dict({"rollout": {"engine": "vllm"}}), 2)
+        check_launch(config_mod.from_dict({"rollout": {"engine": "vllm"}}), 2, ENGINES)
 
 
 def test_rollouts_ahead_with_servers_in_one_process_only():
-    check_combinations(_cfg(max_staleness=1), "vllm_server", False)
+    check_combinations(_cfg(max_staleness=1), "vllm_server", False, ENGINES)
     with pytest.raises(ConfigError, match="rollout.max_staleness: not supported under torchrun"):
-        check_combinations(_cfg(max_staleness=1), "vllm_server", True)
+        check_combinations(_cfg(max_staleness=1), "vllm_server", True, ENGINES)
 
 
 def test_lora_runs_on_servers_not_on_the_in_process_vllm_engine():
     cfg = config_mod.from_dict({"rollout": {"engine": "vllm_server"}, "model": {"lora": {"r": 4}}})
-    check_combinations(cfg, "vllm_server", False)
+    check_combinations(cfg, "vllm_server", False, ENGINES)
     with pytest.raises(ConfigError, match="model.lora.r: needs rollout.engine=hf"):
-        check_combinations(cfg, "vllm", False)
+        check_combinations(cfg, "vllm", False, ENGINES)
     with pytest.raises(ConfigError, match="model.lora.r: not supported under torchrun"):
-        check_combinations(cfg, "vllm_server", True)
+        check_combinations(cfg, "vllm_server", True, ENGINES)
 
 
 def test_agent_episodes_run_on_servers_and_verifiers_environments_do_not_yet():
     agentic = config_mod.from_dict({"rollout": {"engine": "vllm_server"}, "data": {"task": "agentic"}})
-    check_combinations(agentic, "vllm_server", False)
+    check_combinations(agentic, "vllm_server", False, ENGINES)
     with pytest.raises(ConfigError, match="rollout.engine: data.task=agentic runs episodes"):
-        check_combinations(agentic, "vllm", False)
+        check_combinations(agentic, "vllm", False, ENGINES)
     vf = config_mod.from_dict({"rollout": {"engine": "vllm_server"}, "data": {"task": "verifiers:m:f"}})
     with pytest.raises(ConfigError, match=r"rollout.engine: data.task=verifiers:\.\.\. runs episodes"):
-        check_combinations(vf, "vllm_server", False)
+        check_combinations(vf, "vllm_server", False, ENGINES)
 
 
 def test_the_server_interpreter_is_the_configured_one_or_a_venv_vllm(tmp_path):

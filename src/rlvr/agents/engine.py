@@ -5,8 +5,8 @@
 `Completion` is a whole episode (model and environment tokens, `loss_mask` on model tokens,
 behaviour log-probs on model tokens), stamped with the inner engine's policy version and the
 call's seed. So `RolloutSource.generate`, dynamic sampling, greedy evaluation and the update see groups
-exactly as from a one-turn engine. It forwards every other `RolloutEngine` member to the engine it
-wraps, by composition.
+exactly as from a one-turn engine. It passes the engine's prompt facts (`prompts`) on whole and
+forwards the weights' members (`version`, `model`, `sync_metrics`, `load_weights`) to it.
 
 The score comes from the environment (`Environment.score()`, computed when the episode ends, in
 `run_episodes`) and stays on the completion: the problems' verifier is an `EngineScored`
@@ -50,14 +50,7 @@ class EpisodeEngine:
                  fmt: CallFormat | None = None, on_close: Callable[[], None] | None = None):
         self.inner, self.tokenizer, self.make_env, self.budget = inner, tokenizer, make_env, budget
         self.fmt, self._on_close = fmt, on_close
-
-    @property
-    def pad_id(self) -> int:
-        return self.inner.pad_id
-
-    @property
-    def vocab_limit(self) -> int | None:
-        return self.inner.vocab_limit
+        self.prompts = inner.prompts   # the inner engine's prompt facts, passed on whole
 
     @property
     def version(self) -> int:

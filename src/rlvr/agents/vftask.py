@@ -141,14 +141,7 @@ class VerifiersEngine:
 
     def __init__(self, rollouts, inner, on_close):
         self.rollouts, self.inner, self._on_close = rollouts, inner, on_close
-
-    @property
-    def pad_id(self) -> int:
-        return self.inner.pad_id
-
-    @property
-    def vocab_limit(self) -> int | None:
-        return self.inner.vocab_limit
+        self.prompts = inner.prompts   # the inner engine's prompt facts, passed on whole
 
     @property
     def version(self) -> int:

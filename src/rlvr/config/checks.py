@@ -2,10 +2,12 @@
 
 `check_config(cfg)` runs when a config loads: combinations that are wrong whatever runs them
 (curriculum band, reward-function terms, agent budgets, a data source). `check_launch(cfg,
-world_size)` runs once when a run opens: combinations with no tested code path behind them for
-that launch (engine, torchrun, LoRA, rollouts ahead, episode tasks). Each raises `ConfigError`
-naming the key. Guaranteed: no check reads the environment, the file system or an installed
-package; the caller passes what it needs (the world size), so each is a function of its arguments.
+world_size, engines)` runs once when a run opens: combinations with no tested code path behind
+them for that launch (engine, torchrun, LoRA, rollouts ahead, episode tasks), read from the engine
+table's rows (`rlvr.rollout.engines`, a layer above: the caller passes the table, so no engine is
+named here). Each raises `ConfigError` naming the key. Guaranteed: no check reads the environment,
+the file system or an installed package; the caller passes what it needs (the world size, the
+engine table), so each is a function of its arguments.
 """
 
 from __future__ import annotations
@@ -88,31 +90,35 @@ def _check_term_values(where: str, term: Mapping[str, Any]) -> None:
         raise ValueError(f"{where}.timeout_s must be a number > 0; got {t!r}")
 
 
-def check_launch(cfg: Any, world_size: int) -> None:
-    """The engine fits a launch of `world_size` processes, and the combination has a tested path."""
+def check_launch(cfg: Any, world_size: int, engines: Mapping[str, Any]) -> None:
+    """The engine fits a launch of `world_size` processes, and the combination has a tested path.
+    `engines` is the engine table (`rlvr.rollout.engines.capabilities()`): name -> a row whose
+    fields say what that engine can do (`ranks`, `ahead`, `lora`, `episodes`)."""
     engine = cfg.rollout.engine
-    if engine not in ("hf", "vllm_server") and world_size > 1:
+    if not engines[engine].ranks and world_size > 1:
+        able = " or ".join(n for n, row in engines.items() if row.ranks)
         raise ConfigError(f"rollout.engine={engine!r} under torchrun is not supported: its engine "
-                          "would run on every rank; use rollout.engine=hf or vllm_server with torchrun")
-    check_combinations(cfg, engine, world_size > 1)
+                          f"would run on every rank; use rollout.engine={able} with torchrun")
+    check_combinations(cfg, engine, world_size > 1, engines)
 
 
-def check_combinations(cfg: Any, engine: str, distributed: bool) -> None:
+def check_combinations(cfg: Any, engine: str, distributed: bool, engines: Mapping[str, Any]) -> None:
     """Combinations with no tested code path behind them stop before anything is written."""
-    lora, ahead = cfg.model.lora.r > 0, cfg.rollout.max_staleness > 0
+    lora, ahead, row = cfg.model.lora.r > 0, cfg.rollout.max_staleness > 0, engines[engine]
     if cfg.data.task == "agentic" or cfg.data.task.startswith("verifiers:"):
-        # vllm_server continues episodes from token ids (`continue_ids`); tested on agentic only
-        plays = ("hf", "vllm_server") if cfg.data.task == "agentic" else ("hf",)
+        kind = "agentic" if cfg.data.task == "agentic" else "verifiers"
+        plays = [n for n, r in engines.items() if kind in r.episodes]
         key = ("rollout.engine" if engine not in plays else "rollout.max_staleness" if ahead
                else "torchrun" if distributed else "model.lora.r" if lora else None)
         if key is not None:
-            kind = "agentic" if cfg.data.task == "agentic" else "verifiers:..."
-            raise ConfigError(f"{key}: data.task={kind} runs episodes only with rollout.engine="
+            shown = "agentic" if kind == "agentic" else "verifiers:..."
+            raise ConfigError(f"{key}: data.task={shown} runs episodes only with rollout.engine="
                               f"{' or '.join(plays)}, max_staleness=0, one process and no LoRA, for now")
     if distributed and (lora or ahead):
         key = "model.lora.r" if lora else "rollout.max_staleness"
         raise ConfigError(f"{key}: not supported under torchrun yet (single process only)")
-    if engine not in ("hf", "vllm_server") and (lora or ahead):   # servers take merged weights
-        key = "model.lora.r" if lora else "rollout.max_staleness"
-        raise ConfigError(f"{key}: needs rollout.engine=hf (the {engine} engine does not take "
+    if (lora and not row.lora) or (ahead and not row.ahead):
+        key = "model.lora.r" if lora and not row.lora else "rollout.max_staleness"
+        able = " or ".join(n for n, r in engines.items() if (r.lora if key == "model.lora.r" else r.ahead))
+        raise ConfigError(f"{key}: needs rollout.engine={able} (the {engine} engine does not take "
                           "merged adapters or run ahead yet)")

@@ -119,8 +119,10 @@ class DataConfig:
 
 @dataclass(frozen=True)
 class RolloutConfig:
-    # vllm and ray need their extras (pip install -e '.[vllm]'); vllm_server: vLLM in server processes
-    engine: Literal["hf", "vllm", "ray", "vllm_server"] = "hf"
+    # hf | vllm | ray | vllm_server (vLLM in server processes) | one added with rlvr.register_engine;
+    # vllm and ray need their extras (pip install -e '.[vllm]'); the engine table (rlvr.rollout.engines)
+    # knows the names and is checked when a run opens
+    engine: str = rule("hf", lambda v: bool(v), "an engine name")
     temperature: float = above(0, "a number > 0", 1.0)
     top_p: float = between(0, 1, 1.0, lo_open=True)
     top_k: int = at_least(0, "an integer >= 0 (0: off)", 0)   # 0: no top-k truncation

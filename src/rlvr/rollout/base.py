@@ -2,9 +2,10 @@
 
 Implementations: `hf.HFEngine` (in-process, shares the policy's weights; the CPU default). vLLM and
 Ray engines plug in behind the same protocol as optional extras; the training loop never imports them.
-The protocol is whole: it declares every member callers use (`pad_id`, `vocab_limit`, `version`,
-`model`, `sync_metrics`, `close`), and `check_engine_protocol` refuses, at build time, an engine
-that lacks one, or that lacks `continue_ids` (`TokenContinuer`) when the task plays episodes.
+The protocol is whole: it declares every member callers use (`prompts`, `version`, `model`,
+`sync_metrics`, `close`), and `check_engine_protocol` refuses, at build time, an engine that lacks
+one, or that lacks `continue_ids` (`TokenContinuer`) when the task plays episodes, or `share`
+(`RunsAhead`) when rollouts run ahead of the update.
 `PromptEncoder` is the one place prompts become token ids (chat template, pad id, vocabulary
 limit) for every engine. Not checked: members' signatures and types (only their presence).
 `EngineScored` is the verifier of problems whose engine scores its own completions (agent
@@ -50,8 +51,8 @@ class SamplingParams:
 
 
 class RolloutEngine(Protocol):
-    pad_id: int                  # the id completions and prompts are padded with
-    vocab_limit: int | None      # ids >= this are never sampled (a padded vocabulary), or None
+    # how prompts become ids, the pad id and the vocabulary limit: one object wrappers pass on whole
+    prompts: PromptEncoder
     version: int                 # the version last passed to `load_weights`
     model: Any                   # the in-process module it samples from; None when weights live elsewhere
     sync_metrics: dict[str, float]   # per-step metrics of the last weight sync ({} when none)
@@ -72,9 +73,15 @@ class RolloutEngine(Protocol):
         ...
 
 
-class TokenContinuer(Protocol):
-    prompts: PromptEncoder       # how the episode's first prompt is encoded (its chat template)
+class RunsAhead(Protocol):
+    def share(self) -> RolloutEngine:
+        """An engine for the rollouts generated ahead of the update (`rollout.max_staleness > 0`):
+        its own weights version (and its own copy of the weights where they live here), fed by
+        its own `load_weights`, safe to call from another thread while this one is idle."""
+        ...
 
+
+class TokenContinuer(Protocol):
     def continue_ids(self, prefixes: list[list[int]], params: SamplingParams,
                      gen) -> list[tuple[list[int], list[float], str]]:
         """One continuation per token-id prefix, never re-encoded: (tokens, behaviour log-probs,
@@ -89,13 +96,16 @@ def missing_members(obj, protocol: type) -> list[str]:
     return sorted(n for n in names if not hasattr(obj, n))
 
 
-def check_engine_protocol(engine, continues: bool = False) -> None:
+def check_engine_protocol(engine, continues: bool = False, ahead: bool = False) -> None:
     """TypeError naming what `engine` lacks of `RolloutEngine` (and of `TokenContinuer` when
-    `continues`), so a new engine fails when the run is built, not minutes into it."""
+    `continues`, of `RunsAhead` when `ahead`), so a new engine fails when the run is built, not
+    minutes into it."""
     missing = missing_members(engine, RolloutEngine)
     missing += missing_members(engine, TokenContinuer) if continues else []
+    missing += missing_members(engine, RunsAhead) if ahead else []
     if missing:
-        need = "RolloutEngine" + (" + TokenContinuer (the task plays episodes)" if continues else "")
+        need = ("RolloutEngine" + (" + TokenContinuer (the task plays episodes)" if continues else "")
+                + (" + RunsAhead (rollout.max_staleness > 0)" if ahead else ""))
         raise TypeError(f"{type(engine).__name__} is not a whole {need}: it lacks "
                         f"{', '.join(missing)}")
 

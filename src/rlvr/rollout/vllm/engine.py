@@ -189,3 +189,9 @@ def _safetensors_bytes(policy, tied: bool) -> bytes:
         state["lm_head.weight"] = policy.get_input_embeddings().weight.detach().to("cpu").clone()
     buf = io.BytesIO(save(state))
     return buf.getvalue()
+
+
+def from_config(cfg, model, tokenizer, device=None) -> VLLMEngine:
+    """`rollout.engine: vllm` (its row in `rollout.engines`)."""
+    return VLLMEngine(model, tokenizer, cfg.model.chat_template, cfg.rollout.vllm_options,
+                      template_text=cfg.model.chat_template_text)

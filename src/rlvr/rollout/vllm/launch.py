@@ -127,3 +127,16 @@ def _drain(stream) -> None:
 
     if stream is not None:
         threading.Thread(target=lambda: [None for _ in stream], daemon=True).start()
+
+
+def check_launch(cfg) -> None:
+    """`rollout.engine: vllm_server`'s check when a run opens: an interpreter with vLLM for servers
+    it starts, and CUDA on the trainer for `vllm_transport: nccl` (ConfigError otherwise)."""
+    if not cfg.rollout.vllm_urls:
+        server_python(cfg.rollout.vllm_python)
+    if cfg.rollout.vllm_transport == "nccl":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError("rollout.vllm_transport=nccl: needs rollout.engine=vllm_server and CUDA on "
+                              "the trainer (NCCL broadcasts GPU tensors; this machine has none: use shm)")

@@ -345,3 +345,11 @@ def _by_url(urls: Sequence[str]) -> list[Server]:
             raise ConfigError(f"rollout.vllm_urls: {url!r} is not host:port")
         servers.append(Server(bytes.fromhex(key), (host, int(port))))
     return servers
+
+
+def from_config(cfg, model, tokenizer, device=None) -> VLLMServerEngine:
+    """`rollout.engine: vllm_server` (its row in `rollout.engines`)."""
+    r = cfg.rollout
+    return VLLMServerEngine(model, tokenizer, cfg.model.chat_template, r.vllm_servers, r.vllm_python,
+                            r.vllm_urls, r.vllm_options, template_text=cfg.model.chat_template_text,
+                            ray_address=r.ray_address, transport=r.vllm_transport)
