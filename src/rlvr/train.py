@@ -24,15 +24,15 @@ def train(cfg: Config) -> dict[str, Any]:
     run = Run.open(cfg)                                       # resumes from the newest checkpoint
     state, source, log = run.state, run.source, run.log
     for step in log.steps(run.start_step):
-        groups_P = source.take(step)                          # G scored completions each; weights >= step - k
-        source.observe(groups_P)                              # pass rates steer the next batches
+        groups_P, metrics = source.take(step)                 # G scored completions each; weights >= step - k
+        metrics |= source.observe(groups_P)                   # pass rates steer the next batches
         advantages_P_G = state.advantages(groups_P)
         source.ahead(step, state.policy)                      # k > 0: step + k's rollouts generate meanwhile
         with log.timed("update"):
             batch = build_batch(groups_P, advantages_P_G, source.pad_id)
             stats = state.update(batch, step)                 # mu passes over minibatches, one LR step
         source.wait()
-        source.sync(state.policy, step + 1)                   # weight sync; only a version stamp when shared
-        log.step(step, groups_P, advantages_P_G, stats)       # metrics, alarms, transcripts
+        metrics |= source.sync(state.policy, step + 1)        # weight sync; only a version stamp when shared
+        log.step(step, groups_P, advantages_P_G, stats, metrics)   # metrics, alarms, transcripts
         run.maybe_eval_and_save(step)
     return run.finish(time.perf_counter() - t0)

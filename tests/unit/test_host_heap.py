@@ -102,7 +102,7 @@ def test_the_run_log_hands_each_step_index_to_the_device():
     """`RunLog.steps` starts step k with `reset_peak_memory(k)`, so the trim period counts steps
     (a resumed run included), not calls."""
     from rlvr.config import load
-    from rlvr.training.runlog import Meter, RunLog
+    from rlvr.training.runlog import RunLog
 
     seen = []
 
@@ -110,7 +110,7 @@ def test_the_run_log_hands_each_step_index_to_the_device():
         def reset_peak_memory(self, step=0):
             seen.append(step)
 
-    log = RunLog(load("quickstart", ["grpo.steps=6", "run.progress=false"]), None, Recorder(), Meter(),
+    log = RunLog(load("quickstart", ["grpo.steps=6", "run.progress=false"]), None, Recorder(),
                  show_progress=False)
     assert list(log.steps(2)) == [2, 3, 4, 5]
     assert seen == [2, 3, 4, 5]

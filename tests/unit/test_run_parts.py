@@ -11,7 +11,7 @@ import pytest
 from rlvr import config
 from rlvr.models.device import Device
 from rlvr.training import checkpoint, resume
-from rlvr.training.runlog import Meter, RunLog
+from rlvr.training.runlog import RunLog
 from rlvr.tasks.base import build_verifiers
 from rlvr.training.setup import build_sampler
 from rlvr.training.source import RolloutSource
@@ -134,24 +134,22 @@ class _Engine:
         self.loaded.append("closed")
 
 
-def _source(meter: Meter, *overrides: str) -> RolloutSource:
+def _source(*overrides: str) -> RolloutSource:
     cfg = _cfg("grpo.group_size=2", "grpo.prompts_per_step=2", *overrides)
     problems = [Problem(id=f"p{i}", prompt=f"{i}+1=", reference=str(i + 1), verifier="arithmetic")
                 for i in range(4)]
-    return RolloutSource(cfg, _Engine(), build_verifiers({"arithmetic"}), build_sampler(cfg, None, problems),
-                         meter)
+    return RolloutSource(cfg, _Engine(), build_verifiers({"arithmetic"}), build_sampler(cfg, None, problems))
 
 
-def test_rollout_source_generates_verifies_and_meters_a_step():
-    meter = Meter()
-    source = _source(meter)
-    groups = source.take(0)
+def test_rollout_source_generates_verifies_and_returns_the_steps_metrics():
+    source = _source()
+    groups, metrics = source.take(0)
     assert [len(g.completions) for g in groups] == [2, 2]
     assert [c.score.reward for c in groups[0].completions] == [1.0, 0.0]
-    assert {"timing/generate", "timing/verify"} <= set(meter.timings)
-    assert meter.extras["dynamic/generated_completions"] == 4.0
-    source.sync(None, 1)
-    assert source.engine.loaded == [1] and meter.extras["sync/calls"] == 1.0   # logged with the step
+    assert list(metrics)[:3] == ["timing/generate", "timing/verify", "dynamic/generated_completions"]
+    assert metrics["dynamic/generated_completions"] == 4.0
+    assert source.sync(None, 1) == {"sync/calls": 1.0}      # logged with the step
+    assert source.engine.loaded == [1]
     source.close()
     assert source.engine.loaded == [1, "closed"]
 
@@ -163,18 +161,18 @@ def test_the_fake_engine_is_a_whole_rollout_engine():
 
 
 def test_rollout_source_state_resumes_the_sampler_where_it_was():
-    first = _source(Meter())
+    first = _source()
     first.take(0)
-    first.observe(first.take(1))
-    again = _source(Meter())
+    assert first.observe(first.take(1)[0]) == {}            # no curriculum: nothing to report
+    again = _source()
     again.load_state_dict(first.state_dict())
     assert set(first.state_dict()) == {"sampler", "rollouts"}
-    assert [g.problem.id for g in again.take(2)] == [g.problem.id for g in first.take(2)]
+    assert [g.problem.id for g in again.take(2)[0]] == [g.problem.id for g in first.take(2)[0]]
     assert again.engine.seeds == first.engine.seeds[-1:]     # seeds come from (seed, step)
 
 
 def test_rollouts_ahead_run_on_the_engine_the_source_engine_shares():
-    meter, copies = Meter(), []
+    copies = []
 
     class Sharing(_Engine):
         def share(self):
@@ -183,16 +181,14 @@ def test_rollouts_ahead_run_on_the_engine_the_source_engine_shares():
 
     cfg = _cfg("grpo.group_size=2", "grpo.prompts_per_step=2", "rollout.max_staleness=1")
     problems = [Problem(id=f"p{i}", prompt="", reference="1", verifier="arithmetic") for i in range(4)]
-    source = RolloutSource(cfg, Sharing(), build_verifiers({"arithmetic"}), build_sampler(cfg, None, problems),
-                           meter)
+    source = RolloutSource(cfg, Sharing(), build_verifiers({"arithmetic"}), build_sampler(cfg, None, problems))
     source.take(0)
     source.ahead(0, policy="weights after step 0")
     source.wait()
     assert len(copies) == 1 and copies[0].loaded == [0] and source.engine.seeds != []
-    meter.reset()
-    groups = source.take(1)
+    groups, metrics = source.take(1)
     assert len(groups) == 2 and len(source.engine.seeds) == 1      # step 1 came from the buffer
-    assert meter.extras["async/staleness"] == 1.0 and "timing/generate" in meter.extras
+    assert metrics["async/staleness"] == 1.0 and "timing/generate" in metrics
     source.ahead(2, policy=None)                                    # step 3 is past the last step
     assert source.rollouts.buffer == {}
 
@@ -220,19 +216,20 @@ class _Out:
 
 
 def test_run_log_writes_one_line_per_step_in_key_order_and_stops_on_bad_updates():
-    meter, out = Meter(), _Out()
-    log = RunLog(_cfg("run.max_bad_steps=2", "run.transcripts_every=0"), out, Device.cpu(), meter)
+    out = _Out()
+    log = RunLog(_cfg("run.max_bad_steps=2", "run.transcripts_every=0"), out, Device.cpu())
     groups = [Group(Problem(id="p", prompt=""), [1], [_completion("1", 1.0), _completion("0", 0.0)])]
     adv = torch.tensor([[1.0, -1.0]])
     steps = log.steps(0)
     assert next(steps) == 0
     with log.timed("update"):
-        meter.extras["x"] = 1.0
-    record = log.step(0, groups, adv, {"loss": 0.5})
+        pass
+    record = log.step(0, groups, adv, {"loss": 0.5}, {"timing/generate": 0.1, "x": 1.0})
     keys = list(record)
-    assert keys[:2] == ["step", "time"] and keys.index("loss") < keys.index("timing/update") < keys.index("x")
+    assert keys[:2] == ["step", "time"]
+    assert keys.index("loss") < keys.index("timing/generate") < keys.index("timing/update") < keys.index("x")
     assert out.records == [record]
-    assert next(steps) == 1 and meter.timings == {} and meter.extras == {}
+    assert next(steps) == 1 and log.timings == {}
     log.step(1, groups, adv, {"loss": float("nan")})
     assert log.state_dict()["bad_steps"] == 1
     with pytest.raises(Exception, match="2 updates in a row"):
@@ -240,12 +237,12 @@ def test_run_log_writes_one_line_per_step_in_key_order_and_stops_on_bad_updates(
 
 
 def test_run_log_state_truncates_the_files_and_restores_the_counters():
-    log = RunLog(_cfg(), _Out(), Device.cpu(), Meter())
+    log = RunLog(_cfg(), _Out(), Device.cpu())
     log.bad_steps = 3
     log.crashes.reported = {"boom"}
     saved = log.state_dict()
     assert set(saved) == {"doctor", "metrics_offsets", "bad_steps", "reward_crashes"}
-    other = RunLog(_cfg(), _Out(), Device.cpu(), Meter())
+    other = RunLog(_cfg(), _Out(), Device.cpu())
     other.load_state_dict(saved)
     assert other.bad_steps == 3 and other.out.truncated == saved["metrics_offsets"]
     assert other.crashes.reported == {"boom"}

@@ -33,7 +33,7 @@ from rlvr.training import checkpoint
 from rlvr.training.distributed import NullLog
 from rlvr.training.banner import banner, resume_note, say, unknown_text_warning
 from rlvr.training.resume import check_resume_config, restore, trainer_state, write_config
-from rlvr.training.runlog import Meter, RunLog
+from rlvr.training.runlog import RunLog
 from rlvr.training.seeds import seed_for
 from rlvr.training.setup import (build_data_parallel, build_device, build_engine, build_problems,
                                  build_sampler, check_engine, set_threads)
@@ -93,10 +93,9 @@ class Run:
         engine = build_engine(cfg, models.engine_model, models.tokenizer, device, dp, fsdp_copy, task)
         state = TrainingState(cfg, models.policy, train_model, models.reference, device, dp,
                               engine.prompts.vocab_limit)
-        meter = Meter()
-        source = RolloutSource(cfg, engine, verifiers, build_sampler(cfg, task, train_problems), meter)
+        source = RolloutSource(cfg, engine, verifiers, build_sampler(cfg, task, train_problems))
         out = metrics_log(cfg) if is_main else NullLog()
-        log = RunLog(cfg, out, device, meter, show_progress=is_main)
+        log = RunLog(cfg, out, device, show_progress=is_main)
         run = cls(cfg, state, source, log, checkpoints, models.tokenizer, heldout, dp)
         if resume_from is not None:
             run.resume(resume_from, changed)
@@ -107,7 +106,7 @@ class Run:
     def resume(self, ckpt: Path, changed: list | None = None) -> None:
         self.state.load_weights(ckpt)
         self.start_step = restore(self.parts, checkpoint.load_state(ckpt))
-        self.source.sync(self.state.policy, self.start_step)
+        self.source.sync(self.state.policy, self.start_step)   # its metrics belong to no step
         if self.is_main:
             say(resume_note(ckpt, self.start_step, self.cfg.grpo.steps, changed or []))
 

@@ -1,10 +1,11 @@
 """The run log: one metrics line per step, alarms, transcripts, the progress bar, the NaN guard.
 
-`Meter` holds the current step's `timing/*` values and other metrics; the parts that do the work
-(the rollout source, the update) write into it, and `RunLog.step` turns it and the update's
-statistics into the step's line of `metrics.jsonl`, in a fixed key order: step, time, the group
-metrics, the update's statistics, timings, then the other metrics. `RunLog.steps` starts each
-step with an empty meter and a fresh peak-memory count (on a CPU, every few steps, the C heap
+`RunLog.step` turns the step's groups, the update's statistics, the log's own timings (`timed`:
+the update) and the metrics the other parts returned (the rollout source's: generation, dynamic
+sampling, behaviour, staleness, curriculum, weight sync) into the step's line of `metrics.jsonl`,
+in a fixed key order: step, time, the group metrics, the update's statistics, timings (the
+returned `timing/*` first), then the other metrics in the order returned. `RunLog.steps` starts
+each step with no timings and a fresh peak-memory count (on a CPU, every few steps, the C heap
 trimmed: `Device.reset_peak_memory`).
 
 State (`state_dict`, top-level checkpoint keys): the metrics-file offsets (a resumed run truncates
@@ -36,30 +37,21 @@ def _terminal() -> bool:
     return sys.stdout.isatty()
 
 
-class Meter:
-    """The current step's timings and other metrics, written by whoever does the work."""
-
-    def __init__(self) -> None:
-        self.timings: dict[str, float] = {}     # timing/* of the current step
-        self.extras: dict[str, Any] = {}        # other per-step metrics from the stages
-
-    def reset(self) -> None:
-        self.timings, self.extras = {}, {}
-
-    @contextlib.contextmanager
-    def timed(self, name: str, into: dict[str, float] | None = None):
-        into = self.timings if into is None else into
-        t0 = time.perf_counter()
-        yield
-        into[f"timing/{name}"] = into.get(f"timing/{name}", 0.0) + time.perf_counter() - t0
+@contextlib.contextmanager
+def timed(into: dict[str, Any], name: str) -> Iterator[None]:
+    """Add the seconds the block takes to `into["timing/NAME"]`."""
+    t0 = time.perf_counter()
+    yield
+    into[f"timing/{name}"] = into.get(f"timing/{name}", 0.0) + time.perf_counter() - t0
 
 
 class RunLog:
-    def __init__(self, cfg: Config, out, device, meter: Meter, show_progress: bool = True):
+    def __init__(self, cfg: Config, out, device, show_progress: bool = True):
         from rlvr.monitor.crashes import RewardCrashes
         from rlvr.monitor.doctor import Doctor
 
-        self.out, self.device, self.meter = out, device, meter   # out: a MetricsLog or NullLog
+        self.out, self.device = out, device   # out: a MetricsLog or NullLog
+        self.timings: dict[str, float] = {}     # the log's own timing/* of the current step
         self.doctor = Doctor(cfg)
         self.crashes, self.strict_rewards = RewardCrashes(), cfg.run.strict_rewards
         # a bar only on a terminal: in a batch job's log rich would print nothing until the end
@@ -83,25 +75,28 @@ class RunLog:
 
     def begin_step(self, step: int = 0) -> None:
         self.step_started = time.perf_counter()
-        self.meter.reset()
+        self.timings = {}
         self.device.reset_peak_memory(step)
 
     def timed(self, name: str):
-        return self.meter.timed(name)
+        return timed(self.timings, name)
 
     def write(self, record: dict[str, Any]) -> None:
         self.out.write(record)
 
     def step(self, step: int, groups: Sequence[Group], advantages: torch.Tensor,
-             stats: dict[str, float]) -> dict[str, Any]:
-        """Write the step's metrics line, then its alarms and transcripts; stop after K bad updates."""
-        timings = self.meter.timings
+             stats: dict[str, float], metrics: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Write the step's metrics line, then its alarms and transcripts; stop after K bad updates.
+        `metrics`: what the other parts returned for this step (their `timing/*` among them)."""
+        metrics = metrics or {}
+        timings = {k: v for k, v in metrics.items() if k.startswith("timing/")}
+        timings.update(self.timings)
         timings["timing/step"] = time.perf_counter() - self.step_started
         record = {"step": step, "time": time.time() - self.out.t0}
         record.update(step_metrics(groups, advantages, self.max_new_tokens))
         record.update(stats)
         record.update(timings)
-        record.update(self.meter.extras)
+        record.update({k: v for k, v in metrics.items() if not k.startswith("timing/")})
         crash_metrics, crash_events = self.crashes.observe(step, groups)
         record.update(crash_metrics)
         record["tokens_per_s"] = record["completions/total_tokens"] / max(1e-9, timings["timing/step"])
