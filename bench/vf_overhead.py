@@ -3,8 +3,7 @@ loop, on the same work: the same tiny Llama, prompts, 3 turns of at most 12 samp
 the same environment message ("more") after each turn. Baseline: `rlvr.agents.episode.run_episodes`
 in the same run. The work is not identical: rlvr's loop ends an episode at a turn that hits its
 token cap, verifiers' MultiTurnEnv goes on, so the ratio that compares is time per sampled token.
-Engine calls are counted (rlvr's loop: one per turn; the server: one per batch of requests that
-arrived within 20 ms). The median of `--repeats` timings of each, after one warm-up call each.
+Engine calls are counted (rlvr's loop: one per turn; the server: one per request). The median of `--repeats` timings of each, after one warm-up call each.
 
     PYTHONPATH=src python bench/vf_overhead.py [--problems 4 --group 8 --repeats 5]
 """

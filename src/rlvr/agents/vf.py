@@ -24,15 +24,22 @@ refused with HTTP 400 (verifiers then ends that rollout with an error).
 environment ids, `score.reward` the environment rubric's own reward (`details` its metrics;
 `correct` is reward > 0, a rubric having no notion of correct), `finish_reason` one of stop / length
 (last turn hit its token cap or the context) / turns / env (an environment stop condition) / error
-(verifiers recorded an error; flag `vf_error`). Not guaranteed: bit-reproducible groups (concurrent
-rollouts reach the shared generator in arrival order); tool-calling envs (`vf.ToolEnv`: the server
-returns no `tool_calls`); byte-identity of the bridge with a template's rendering of the whole
-conversation (the tokens trained are the tokens used).
+(verifiers recorded an error; flag `vf_error`).
+
+Guaranteed: the same groups for the same seed and weights, whatever order the concurrent rollouts'
+requests arrive in. Each request draws from a generator of its own, seeded from the `generate`
+call's seed, its prompt ids and parameters, and how many earlier requests of the call had those
+(requests with one prefix are exchangeable, so which of them gets which draw does not change what
+is drawn), and decodes alone (a batch's draws and numerics would depend on which requests share
+it); a group's completions are ordered by their token ids. Not guaranteed: tool-calling envs
+(`vf.ToolEnv`: the server returns no `tool_calls`); byte-identity of the bridge with a template's
+rendering of the whole conversation (the tokens trained are the tokens used).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import queue
 import threading
@@ -44,6 +51,7 @@ from typing import Any, Container, Sequence
 import torch
 
 from rlvr.rollout.base import PromptEncoder, SamplingParams, stamp
+from rlvr.training.seeds import seed_for
 from rlvr.types import Completion, Group, Problem, Score
 
 TRAJECTORY_HEADER = "X-Rlvr-Trajectory"
@@ -64,6 +72,7 @@ class Call:
 class _Job:
     prefix: list[int]
     params: SamplingParams
+    gen: torch.Generator
     done: threading.Event = field(default_factory=threading.Event)
     row: tuple | None = None
 
@@ -90,15 +99,16 @@ def _text(content: Any) -> str:
 
 class OpenAIServer:
     """rlvr's engine (`continue_ids`) as an OpenAI chat-completions endpoint, with per-call records.
-    Requests that arrive together decode together (one engine call per batch of requests)."""
+    Each request decodes alone, from a generator of its own (see the module docstring)."""
 
-    def __init__(self, engine, tokenizer, max_new_tokens: int = 64, batch_wait_s: float = 0.02):
+    def __init__(self, engine, tokenizer, max_new_tokens: int = 64):
         self.engine, self.tokenizer = engine, tokenizer
         self.prompts = PromptEncoder(tokenizer)   # messages, so `template_text` does not apply
-        self.max_new_tokens, self.batch_wait_s = max_new_tokens, batch_wait_s
+        self.max_new_tokens = max_new_tokens
         self.context = int(getattr(engine.model.config, "max_position_embeddings", 1 << 30))
         self.calls: dict[str, list[Call]] = {}
-        self.gen = torch.Generator().manual_seed(0)
+        self.seed = 0                        # the generate call's
+        self._seen: dict[str, int] = {}      # its requests so far, per (prefix, params)
         self._lock = threading.Lock()
         self._jobs: queue.Queue = queue.Queue()
         self._http = _HTTPServer(("127.0.0.1", 0), _handler(self))
@@ -117,10 +127,20 @@ class OpenAIServer:
         self._jobs.put(None)
 
     def reset(self, seed: int) -> None:
-        """Forget past calls and reseed the sampling generator (start of a `generate` call)."""
+        """Forget past calls; later requests draw from `seed` (start of a `generate` call)."""
         with self._lock:
             self.calls.clear()
-        self.gen = torch.Generator().manual_seed(seed)
+            self._seen.clear()
+            self.seed = seed
+
+    def _generator(self, prefix: list[int], params: SamplingParams) -> torch.Generator:
+        """A request's own generator: (the call's seed, its prefix and parameters, how many earlier
+        requests of this call had both), so arrival order cannot change the draws."""
+        key = hashlib.sha256(repr((prefix, params)).encode()).hexdigest()
+        with self._lock:
+            k = self._seen[key] = self._seen.get(key, -1) + 1
+            seed = self.seed
+        return torch.Generator().manual_seed(seed_for(seed, k, f"vf/{key}"))
 
     # ---- one request -----------------------------------------------------------------------------
 
@@ -187,7 +207,7 @@ class OpenAIServer:
     # ---- the engine ------------------------------------------------------------------------------
 
     def _sample(self, prefix: list[int], params: SamplingParams) -> tuple[list[int], list[float], str]:
-        job = _Job(prefix, params)
+        job = _Job(prefix, params, self._generator(prefix, params))
         self._jobs.put(job)
         job.done.wait()
         if isinstance(job.row, BaseException):
@@ -197,28 +217,13 @@ class OpenAIServer:
         return list(tokens), [float(x) for x in logps], reason
 
     def _decode_loop(self) -> None:
-        running = True
-        while running:
-            jobs = [self._jobs.get()]
-            while jobs[-1] is not None:    # concurrent rollouts' requests arrive within a few ms
-                try:
-                    jobs.append(self._jobs.get(timeout=self.batch_wait_s))
-                except queue.Empty:
-                    break
-            if jobs[-1] is None:
-                running = False
-                jobs.pop()
-            by_params: dict[SamplingParams, list[_Job]] = {}
-            for j in jobs:
-                by_params.setdefault(j.params, []).append(j)
-            for params, group in by_params.items():
-                try:
-                    rows = self.engine.continue_ids([j.prefix for j in group], params, self.gen)
-                except Exception as e:          # these requests fail; the server keeps serving
-                    rows = [e] * len(group)
-                for j, row in zip(group, rows):
-                    j.row = row
-                    j.done.set()
+        """One engine thread, one request at a time (see the module docstring for why not batches)."""
+        while (job := self._jobs.get()) is not None:
+            try:
+                job.row = self.engine.continue_ids([job.prefix], job.params, job.gen)[0]
+            except Exception as e:          # this request fails; the server keeps serving
+                job.row = e
+            job.done.set()
 
 
 def _ids(x) -> list[int]:
@@ -300,7 +305,9 @@ class VerifiersRollouts:
         prompts = {tuple(prompt) for prompt, _ in episodes}
         if len(prompts) != 1:
             raise RuntimeError(f"{problem.id}: rollouts of one group started from different prompts")
-        return Group(problem, list(prompts.pop()), [c for _, c in episodes])
+        # rollouts of one problem are exchangeable: which input got which draws is arrival order
+        completions = sorted((c for _, c in episodes), key=lambda c: (c.token_ids, c.logprobs))
+        return Group(problem, list(prompts.pop()), completions)
 
     def _completion(self, out: dict) -> tuple[list[int], Completion]:
         calls = self.server.calls.get(out["trajectory_id"])
