@@ -65,7 +65,7 @@ def main(mode: str, out: str) -> None:
         inner = HFEngine(model, tok)
     engine = ShardedEngine(inner, dp)
     before = engine.generate(problems(), N, params(), SEED)
-    stats = one_update(train_model, before, engine.pad_id, dp)
+    stats = one_update(train_model, before, engine.prompts.pad_id, dp)
     engine.load_weights(model, version=1)             # the loop passes the unwrapped policy
     after = engine.generate(problems(), N, params(), SEED_AFTER)
     state = dp.full_model_state(model)

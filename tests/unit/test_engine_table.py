@@ -81,3 +81,25 @@ def test_register_engine_and_task_are_public():
 
     assert rlvr.register_engine is engines.register_engine
     assert rlvr.register_task is register_task and rlvr.Task is Task
+
+
+def test_every_engine_only_rollout_key_is_claimed_by_the_engines_that_read_it():
+    """The table's `keys` are RolloutConfig fields only some engines read (every `vllm_*` among
+    them); they are read only in the engines' own modules and the table."""
+    import dataclasses
+
+    from rlvr.config.schema import RolloutConfig
+
+    common = {"engine", "temperature", "top_p", "top_k", "max_staleness", "max_new_tokens"}
+    claimed = {k for row in engines.ENGINES.values() for k in row.keys}
+    fields = {f.name for f in dataclasses.fields(RolloutConfig)}
+    assert claimed <= fields and not claimed & common and {f for f in fields if f.startswith("vllm_")} <= claimed
+    readers: dict[str, set[str]] = {k: set() for k in claimed}
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        text = path.read_text()
+        for key in claimed:
+            if f"rollout.{key}" in text and rel != "config/schema.py":
+                readers[key].add(rel)
+    outside = {k: sorted(r for r in v if not (r in OWN or r.startswith("rollout/vllm/"))) for k, v in readers.items()}
+    assert all(not v for v in outside.values()), outside
