@@ -24,7 +24,7 @@ from typing import Callable, Sequence
 from rlvr.agents.calls import CallFormat
 from rlvr.agents.env import EnvFactory
 from rlvr.agents.episode import Budget, run_episodes
-from rlvr.rollout.base import EngineScored, SamplingParams, stamp
+from rlvr.rollout.base import EngineScored, Inner, SamplingParams, stamp
 from rlvr.types import Group, Problem
 
 
@@ -46,23 +46,13 @@ def episode_verifier(name: str = "workspace", on_close: Callable[[], None] | Non
 class EpisodeEngine:
     """A `RolloutEngine` whose completions are multi-turn episodes (see the module docstring)."""
 
+    version, model, sync_metrics = Inner(), Inner(), Inner()
+
     def __init__(self, inner, tokenizer, make_env: EnvFactory, budget: Budget,
                  fmt: CallFormat | None = None, on_close: Callable[[], None] | None = None):
         self.inner, self.tokenizer, self.make_env, self.budget = inner, tokenizer, make_env, budget
         self.fmt, self._on_close = fmt, on_close
         self.prompts = inner.prompts   # the inner engine's prompt facts, passed on whole
-
-    @property
-    def version(self) -> int:
-        return self.inner.version
-
-    @property
-    def model(self):
-        return self.inner.model
-
-    @property
-    def sync_metrics(self) -> dict[str, float]:
-        return self.inner.sync_metrics
 
     def generate(self, problems: Sequence[Problem], n: int, params: SamplingParams,
                  seed: int) -> list[Group]:

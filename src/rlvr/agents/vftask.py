@@ -10,14 +10,14 @@ split of the dataset seeded by the run's seed: min(heldout_size, rows // 5) rows
 trained on (no held-out set, and so no eval, below 5 rows). Rollouts: the run's engine wrapped by
 `VerifiersRollouts` (the environment's rollout loop against rlvr's engine over local HTTP);
 rewards: the environment's rubric, kept on each rollout's completion (the verifier `verifiers` is
-an `EngineScored`, which `RolloutSource.verify` never re-scores; so `reward/verifiers/*`, and `rewards/<rubric
+an `EngineScored`, which `score_groups` never re-scores; so `reward/verifiers/*`, and `rewards/<rubric
 function>/mean` for each rubric function). The HTTP server is closed when the run finishes.
 
 Everything the environment's loading can get wrong (module or file missing, function missing, the
 call raising, a result that is not a `vf.Environment`, no dataset) is a ConfigError naming
-data.task / data.task_options, raised before the run writes anything. Not guaranteed: that a
-resumed run repeats an uninterrupted one's samples (see `rlvr.agents.vf`: concurrent rollouts
-reach one generator in arrival order); the `agent` section's budgets (the environment's own
+data.task / data.task_options, raised before the run writes anything. A resumed run repeats an
+uninterrupted one's samples (`rlvr.agents.vf`: the server's draws do not depend on the order
+requests arrive in). Not guaranteed: the `agent` section's budgets (the environment's own
 `max_turns` and `rollout.max_new_tokens` per model turn apply instead).
 """
 
@@ -29,6 +29,7 @@ from typing import Any, Mapping
 
 from rlvr.agents.engine import episode_verifier
 from rlvr.errors import ConfigError
+from rlvr.rollout.base import Inner
 from rlvr.types import Problem
 
 PREFIX = "verifiers:"
@@ -139,21 +140,11 @@ class VerifiersEngine:
     """A `RolloutEngine` over `VerifiersRollouts`: the rollouts' groups, scored by the rubric;
     every other member is the engine the server samples with."""
 
+    version, model, sync_metrics = Inner(), Inner(), Inner()
+
     def __init__(self, rollouts, inner, on_close):
         self.rollouts, self.inner, self._on_close = rollouts, inner, on_close
         self.prompts = inner.prompts   # the inner engine's prompt facts, passed on whole
-
-    @property
-    def version(self) -> int:
-        return self.inner.version
-
-    @property
-    def model(self):
-        return self.inner.model
-
-    @property
-    def sync_metrics(self) -> dict[str, float]:
-        return self.inner.sync_metrics
 
     def generate(self, problems, n, params, seed):
         return self.rollouts.generate(problems, n, params, seed)

@@ -6,6 +6,7 @@ The protocol is whole: it declares every member callers use (`prompts`, `version
 `sync_metrics`, `close`), and `check_engine_protocol` refuses, at build time, an engine that lacks
 one, or that lacks `continue_ids` (`TokenContinuer`) when the task plays episodes, or `share`
 (`RunsAhead`) when rollouts run ahead of the update.
+`Inner` is how a wrapper passes an inner engine's member on.
 `PromptEncoder` is the one place prompts become token ids (chat template, pad id, vocabulary
 limit) for every engine. Not checked: members' signatures and types (only their presence).
 `EngineScored` is the verifier of problems whose engine scores its own completions (agent
@@ -108,6 +109,17 @@ def check_engine_protocol(engine, continues: bool = False, ahead: bool = False) 
                 + (" + RunsAhead (rollout.max_staleness > 0)" if ahead else ""))
         raise TypeError(f"{type(engine).__name__} is not a whole {need}: it lacks "
                         f"{', '.join(missing)}")
+
+
+class Inner:
+    """A wrapper's member that is its inner engine's, read through (`wrapper.inner.NAME`): a
+    wrapper declares what it passes on in one line (`version, model = Inner(), Inner()`)."""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj, owner=None) -> Any:
+        return self if obj is None else getattr(obj.inner, self.name)
 
 
 class PromptEncoder:

@@ -19,7 +19,7 @@ from typing import Any, Callable, Protocol, cast
 
 import torch
 
-from rlvr.rollout.base import PromptEncoder, stamp
+from rlvr.rollout.base import Inner, PromptEncoder, stamp
 
 
 class Ranks(Protocol):
@@ -42,18 +42,12 @@ class ShardedEngine:
     list. `load_weights` goes to the inner engine; under FSDP2 the inner engine holds its own full
     copy of the weights (`FullCopyEngine`)."""
 
+    model, sync_metrics = Inner(), Inner()
+
     def __init__(self, inner, ranks: Ranks):
         self.inner, self.ranks = inner, ranks
         self.prompts: PromptEncoder = inner.prompts
         self.version = 0
-
-    @property
-    def model(self):
-        return self.inner.model
-
-    @property
-    def sync_metrics(self) -> dict[str, float]:
-        return self.inner.sync_metrics
 
     def generate(self, problems, n, params, seed):
         rank, world = self.ranks.rank, self.ranks.world
@@ -79,23 +73,14 @@ class FullCopyEngine:
     full state dict on every rank (a collective) and copies all of it into the copy; a key the
     copy has and the gathered state lacks (other than a tied alias) is an error."""
 
+    version, sync_metrics = Inner(), Inner()
+
     def __init__(self, make_engine: Callable[[Any], Any], sharded_model, copy_model):
         self.copy = copy_model
         load_full_copy(copy_model, every_rank_state(sharded_model))
         self.inner = make_engine(copy_model)
         self.prompts: PromptEncoder = self.inner.prompts
-
-    @property
-    def version(self) -> int:
-        return self.inner.version
-
-    @property
-    def model(self):
-        return self.copy
-
-    @property
-    def sync_metrics(self) -> dict[str, float]:
-        return self.inner.sync_metrics
+        self.model = copy_model
 
     def generate(self, problems, n, params, seed):
         return self.inner.generate(problems, n, params, seed)
