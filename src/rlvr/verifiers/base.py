@@ -33,7 +33,6 @@ _REGISTRY: dict[str, str | Callable[..., Verifier]] = {
     "format": "rlvr.verifiers.format:FormatVerifier",
     "code": "rlvr.verifiers.code:CodeVerifier",
     "arithmetic": "rlvr.tasks.arithmetic:ArithmeticVerifier",
-    "digit_sort": "rlvr.tasks.digit_sort:DigitSortVerifier",
     "composite": "rlvr.verifiers.compose:CompositeVerifier",
     "router": "rlvr.verifiers.compose:RoutingVerifier",
     "overlong": "rlvr.verifiers.shaping:overlong_verifier",
