@@ -31,7 +31,7 @@ _REGISTRY: dict[str, str | Callable[..., Verifier]] = {
     "math": "rlvr.verifiers.math:MathVerifier",
     "constraints": "rlvr.verifiers.constraints:ConstraintsVerifier",
     "format": "rlvr.verifiers.format:FormatVerifier",
-    "code": "rlvr.verifiers.code:CodeVerifier",
+    "code": "rlvr.verifiers.code:code_verifier",
     "arithmetic": "rlvr.tasks.arithmetic:ArithmeticVerifier",
     "composite": "rlvr.verifiers.compose:CompositeVerifier",
     "router": "rlvr.verifiers.compose:RoutingVerifier",
