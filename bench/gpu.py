@@ -133,7 +133,8 @@ class Rlvr:
         self.compute = Compute(device, False, args.micro_batch_tokens, self.engine.vocab_limit)
 
     def step(self, prompts: list[str], step: int) -> dict:
-        from rlvr.training.update import build_batch, update_policy
+        from rlvr.models.batch import build_batch
+        from rlvr.training.update import update_policy
         from rlvr.types import Problem
 
         problems = [Problem(f"{step}/{i}", p, verifier="none") for i, p in enumerate(prompts)]

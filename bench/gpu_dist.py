@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 
 def fixed_batch(vocab: int):
-    from rlvr.training.update import Batch
+    from rlvr.models.batch import Batch
 
     g = torch.Generator().manual_seed(1)
     rows, tp, tc = 8, 6, 10

@@ -52,7 +52,8 @@ def child(args) -> dict:
 
     from rlvr.models.device import cpu_computes_bf16, host_allocator, trim_host_heap
     from rlvr.models.policy import load_policy
-    from rlvr.training.update import Batch, Compute, UpdateSpec, update_policy
+    from rlvr.models.batch import Batch
+    from rlvr.training.update import Compute, UpdateSpec, update_policy
 
     torch.set_num_threads(args.threads)
     path, variant = args.child

@@ -106,7 +106,7 @@ def main(argv=None) -> dict:
     from rlvr.sampling.sampler import TaskSampler
     from rlvr.tasks.base import build_task
     from rlvr.training.setup import set_threads
-    from rlvr.training.update import Batch
+    from rlvr.models.batch import Batch
 
     quiet_transformers()
     set_threads(args.threads)

@@ -69,7 +69,7 @@ def sample_batch(model, tokenizer, args, autocast: bool):
     from rlvr.rollout.base import SamplingParams
     from rlvr.rollout.hf import HFEngine
     from rlvr.tasks.word_problems import WordProblemsTask
-    from rlvr.training.update import build_batch
+    from rlvr.models.batch import build_batch
 
     engine = HFEngine(model, tokenizer, autocast_bf16=autocast)
     problems = WordProblemsTask().sample(random.Random(0), args.prompts)

@@ -28,7 +28,7 @@ from rlvr.models.policy import load_policy
 from rlvr.rollout.base import SamplingParams
 from rlvr.rollout.hf import HFEngine
 from rlvr.tasks.arithmetic import ArithmeticTask
-from rlvr.training.update import build_batch
+from rlvr.models.batch import build_batch
 
 
 def batch(model, tokenizer, rows: int):

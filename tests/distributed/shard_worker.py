@@ -38,7 +38,8 @@ def one_update(train_model, groups, pad_id, dp=None) -> dict[str, float]:
     with fixed advantages (a random model earns no reward)."""
     from rlvr.algo.kl import KL_ESTIMATORS
     from rlvr.algo.losses import AGGREGATIONS, LossSpec
-    from rlvr.training.update import UpdateSpec, build_batch, update_policy
+    from rlvr.models.batch import build_batch
+    from rlvr.training.update import UpdateSpec, update_policy
 
     adv = torch.randn(len(groups), N, generator=torch.Generator().manual_seed(5))
     spec = UpdateSpec(LossSpec(kl_fn=KL_ESTIMATORS["k3"], agg_fn=AGGREGATIONS["token-mean"], eps_low=0.2,

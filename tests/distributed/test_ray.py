@@ -49,7 +49,8 @@ def _one_update(model, groups, pad_id) -> None:
 
     from rlvr.algo.kl import KL_ESTIMATORS
     from rlvr.algo.losses import AGGREGATIONS, LossSpec
-    from rlvr.training.update import UpdateSpec, build_batch, update_policy
+    from rlvr.models.batch import build_batch
+    from rlvr.training.update import UpdateSpec, update_policy
 
     adv = torch.randn(len(groups), N, generator=torch.Generator().manual_seed(5))
     spec = UpdateSpec(LossSpec(kl_fn=KL_ESTIMATORS["k3"], agg_fn=AGGREGATIONS["token-mean"], eps_low=0.2,

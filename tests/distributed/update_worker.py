@@ -13,7 +13,8 @@ import torch
 from rlvr.algo.kl import KL_ESTIMATORS
 from rlvr.algo.losses import AGGREGATIONS, LossSpec
 from rlvr.models.policy import load_policy
-from rlvr.training.update import Batch, UpdateSpec, update_policy
+from rlvr.models.batch import Batch
+from rlvr.training.update import UpdateSpec, update_policy
 
 
 def fixed_batch(vocab: int) -> Batch:

@@ -24,7 +24,8 @@ from rlvr.algo.advantages import group_advantages  # noqa: E402
 from rlvr.models.tiny import ASCII_CHARS, build_model  # noqa: E402
 from rlvr.rollout.base import SamplingParams  # noqa: E402
 from rlvr.rollout.hf import HFEngine  # noqa: E402
-from rlvr.training.update import build_batch, update_policy  # noqa: E402
+from rlvr.models.batch import build_batch  # noqa: E402
+from rlvr.training.update import update_policy  # noqa: E402
 
 # Multi-character entries the encoder never produces (it splits single characters) but the model
 # can sample: re-encoding the decoded text of a turn would not give back the sampled ids.

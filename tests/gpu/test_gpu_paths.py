@@ -129,7 +129,8 @@ def test_lora_update_with_a_kl_reference():
     from rlvr.rollout.base import SamplingParams
     from rlvr.tasks.arithmetic import make_problem
     from rlvr.algo.losses import LossSpec
-    from rlvr.training.update import Compute, UpdateSpec, build_batch, update_policy
+    from rlvr.models.batch import build_batch
+    from rlvr.training.update import Compute, UpdateSpec, update_policy
 
     model, engine, device = _setup()
     problems = [make_problem(12, 345, "+"), make_problem(7, 8, "+")]

@@ -11,7 +11,8 @@ from rlvr.algo.kl import kl_k3
 from rlvr.algo.losses import LossSpec, grpo_loss, token_mean
 from rlvr.algo.offpolicy import (CAPPED_METRIC, is_weights, mask_above, mismatch_metrics,
                                  sequence_log_weight, token_log_weight, truncate)
-from rlvr.training.update import UpdateSpec, _logp_and_entropy, build_batch, update_policy
+from rlvr.models.batch import build_batch
+from rlvr.training.update import UpdateSpec, _logp_and_entropy, update_policy
 
 torch.set_num_threads(1)
 

@@ -118,7 +118,7 @@ def test_the_config_chooses_each_variant_once():
 
 
 def test_build_batch_marks_completions_cut_at_the_budget():
-    from rlvr.training.update import build_batch
+    from rlvr.models.batch import build_batch
     from rlvr.types import Completion, Group, Problem
 
     comps = [Completion("", [7, 2], [-1.0] * 2, "stop"), Completion("", [8, 8, 8], [-1.0] * 3, "length")]
@@ -131,7 +131,8 @@ def test_build_batch_marks_completions_cut_at_the_budget():
 
 def test_the_update_runs_the_chosen_ratio_level_and_surrogate():
     from rlvr.models.tiny import build_model
-    from rlvr.training.update import UpdateSpec, build_batch, update_policy
+    from rlvr.models.batch import build_batch
+    from rlvr.training.update import UpdateSpec, update_policy
     from rlvr.types import Completion, Group, Problem
 
     model, _ = build_model(seed=1, hidden=32, layers=2, heads=4, mlp=64)

@@ -11,7 +11,8 @@ import torch.distributed as dist
 
 from rlvr.models.tiny import build_model
 from rlvr.training import forward
-from rlvr.training.update import Batch, Compute, UpdateSpec, update_policy
+from rlvr.models.batch import Batch
+from rlvr.training.update import Compute, UpdateSpec, update_policy
 
 torch.set_num_threads(1)
 

@@ -9,7 +9,8 @@ import torch
 from rlvr.models import backends, fused_llama
 from rlvr.testing import zoo
 from rlvr.training import forward
-from rlvr.training.update import Batch, Compute, UpdateSpec, update_policy
+from rlvr.models.batch import Batch
+from rlvr.training.update import Compute, UpdateSpec, update_policy
 
 torch.set_num_threads(1)
 

@@ -20,7 +20,8 @@ from rlvr.algo.kl import kl_k3  # noqa: E402
 from rlvr.algo.losses import LossSpec, grpo_loss, seq_mean_token_mean, seq_mean_token_sum_norm, token_mean  # noqa: E402
 from rlvr.algo.variants import cispo_surrogate, high_entropy_mask, sequence_log_ratio  # noqa: E402
 from rlvr.models.tiny import build_model  # noqa: E402
-from rlvr.training.update import Batch, UpdateSpec, _logp_and_entropy, update_policy  # noqa: E402
+from rlvr.models.batch import Batch  # noqa: E402
+from rlvr.training.update import UpdateSpec, _logp_and_entropy, update_policy  # noqa: E402
 
 torch.set_num_threads(1)
 BUDGET = 8

@@ -11,7 +11,8 @@ from rlvr.algo.losses import LossSpec, token_mean
 from rlvr.errors import ConfigError
 from rlvr.models.tiny import build_model
 from rlvr.training.setup import build_device
-from rlvr.training.update import Compute, UpdateSpec, build_batch, update_policy
+from rlvr.models.batch import build_batch
+from rlvr.training.update import Compute, UpdateSpec, update_policy
 from rlvr.types import Completion, Group, Problem
 
 torch.set_num_threads(1)

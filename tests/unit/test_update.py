@@ -10,7 +10,8 @@ from rlvr.algo.kl import kl_k3
 from rlvr.algo.losses import LossSpec, token_mean
 from rlvr.models.tiny import build_model
 from rlvr.types import Completion, Group, Problem
-from rlvr.training.update import UpdateSpec, build_batch, update_policy
+from rlvr.models.batch import build_batch
+from rlvr.training.update import UpdateSpec, update_policy
 
 torch.set_num_threads(1)
 

@@ -16,7 +16,8 @@ pytest.importorskip("trl")
 from rlvr.algo.kl import kl_k3  # noqa: E402
 from rlvr.algo.losses import LossSpec, token_mean  # noqa: E402
 from rlvr.models.tiny import build_model  # noqa: E402
-from rlvr.training.update import Batch, UpdateSpec, update_policy  # noqa: E402
+from rlvr.models.batch import Batch  # noqa: E402
+from rlvr.training.update import UpdateSpec, update_policy  # noqa: E402
 
 torch.set_num_threads(1)
 

@@ -34,7 +34,8 @@ from rlvr.config import Config
 from rlvr.models.device import seed_for
 from rlvr.training import checkpoint, gpu_forward
 from rlvr.training.schedule import lr_multiplier
-from rlvr.training.update import Batch, Compute, UpdateSpec, update_policy
+from rlvr.models.batch import Batch
+from rlvr.training.update import Compute, UpdateSpec, update_policy
 from rlvr.types import Group
 
 
