@@ -287,30 +287,3 @@ def load_full_copy(copy: torch.nn.Module, state: dict[str, torch.Tensor]) -> Non
         raise RuntimeError(f"FSDP2 sampling copy: the gathered state lacks {missing[:5]} and has "
                            f"unexpected {list(result.unexpected_keys)[:5]}; the engine would "
                            "sample from stale weights")
-
-
-class NullLog:
-    """The metrics log of ranks other than 0: the same methods, nothing written."""
-
-    def __init__(self):
-        import time
-
-        self.t0 = time.time()
-
-    def write(self, record: dict[str, Any]) -> None:
-        return None
-
-    def write_transcripts(self, step, groups, advantages) -> None:
-        return None
-
-    def write_completions(self, step, groups, advantages) -> None:
-        return None
-
-    def offsets(self) -> dict[str, int]:
-        return {}
-
-    def truncate_to(self, offsets: dict[str, int]) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
