@@ -171,3 +171,16 @@ def test_minibatches_with_global_norm_accumulate_to_the_whole_batch(mode):
         total += loss.item()
     assert total == pytest.approx(whole.item(), rel=1e-12)
     torch.testing.assert_close(grad, whole_grad)
+
+
+def test_loss_spec_says_once_what_the_update_asks_of_the_aggregation():
+    plain = LossSpec()
+    assert plain.counts_tokens and not plain.divides_by_padded_length and plain.zero_advantage_inert
+    assert plain.with_budget(32) is plain           # only Dr. GRPO's aggregation takes the budget
+    dr = LossSpec(agg_fn=AGGREGATIONS["seq-mean-token-sum-norm"])
+    assert dr.divides_by_padded_length and not dr.counts_tokens
+    bound = dr.with_budget(32)                      # bound: trimming padding no longer changes it
+    assert not bound.divides_by_padded_length and bound.agg_fn.keywords == {"budget": 32}
+    assert not LossSpec(agg_fn=AGGREGATIONS["seq-mean-token-mean"]).counts_tokens
+    for busy in (LossSpec(beta=0.04), LossSpec(entropy_coef=0.01), LossSpec(top_entropy_quantile=0.5)):
+        assert not busy.zero_advantage_inert
