@@ -50,8 +50,8 @@ from typing import Any, Container, Sequence
 
 import torch
 
+from rlvr.models.device import seed_for
 from rlvr.rollout.base import PromptEncoder, SamplingParams, stamp
-from rlvr.training.seeds import seed_for
 from rlvr.types import Completion, Group, Problem, Score
 
 TRAJECTORY_HEADER = "X-Rlvr-Trajectory"

@@ -14,11 +14,11 @@ sampled with a seed derived from (seed, rank)).
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Callable, Protocol, cast
 
 import torch
 
+from rlvr.models.device import seed_for
 from rlvr.rollout.base import Inner, PromptEncoder, stamp
 
 
@@ -29,11 +29,6 @@ class Ranks(Protocol):
     def all_gather(self, obj: Any) -> list[Any]:
         """Every rank's `obj`, in rank order, on every rank (a collective)."""
         ...
-
-
-def rank_seed(seed: int, rank: int) -> int:
-    digest = hashlib.sha256(f"{seed}/rank{rank}".encode()).digest()
-    return int.from_bytes(digest[:8], "little") >> 1
 
 
 class ShardedEngine:
@@ -52,7 +47,7 @@ class ShardedEngine:
     def generate(self, problems, n, params, seed):
         rank, world = self.ranks.rank, self.ranks.world
         mine = list(problems)[rank::world]
-        local = self.inner.generate(mine, n, params, rank_seed(seed, rank)) if mine else []
+        local = self.inner.generate(mine, n, params, seed_for(seed, f"rank{rank}")) if mine else []
         shards = self.ranks.all_gather(local)
         out = [None] * len(problems)
         for r, groups in enumerate(shards):

@@ -148,30 +148,3 @@ def decoder_layers(model: torch.nn.Module) -> Sequence[torch.nn.Module]:
         raise ValueError(f"FSDP2: cannot find decoder layers in {type(model).__name__} "
                          "(expected model.model.layers)")
     return list(layers)
-
-
-class NullLog:
-    """The metrics log of ranks other than 0: the same methods, nothing written."""
-
-    def __init__(self):
-        import time
-
-        self.t0 = time.time()
-
-    def write(self, record: dict[str, Any]) -> None:
-        return None
-
-    def write_transcripts(self, step, groups, advantages) -> None:
-        return None
-
-    def write_completions(self, step, groups, advantages) -> None:
-        return None
-
-    def offsets(self) -> dict[str, int]:
-        return {}
-
-    def truncate_to(self, offsets: dict[str, int]) -> None:
-        return None
-
-    def close(self) -> None:
-        return None

@@ -135,15 +135,3 @@ def build_sampler(cfg: Config, task, problems: list[Problem]):
     if task is not None and not problems:
         return TaskSampler(task, n, cfg.seed)
     return DatasetSampler(problems, n, cfg.seed)
-
-
-def behaviour_correction(g):
-    """`offpolicy.is_weights` with grpo.is_correction / is_mode / is_cap bound (None when "none")."""
-    import functools
-
-    from rlvr.algo.offpolicy import IS_LEVELS, IS_MODES, is_weights
-
-    if g.is_correction == "none":
-        return None
-    return functools.partial(is_weights, level=IS_LEVELS[g.is_correction], mode=IS_MODES[g.is_mode],
-                             cap=g.is_cap)

@@ -39,9 +39,9 @@ import torch
 
 from rlvr.config import Config
 from rlvr.evaluation.metrics import score_groups
+from rlvr.models.device import seed_for
 from rlvr.rollout.base import SamplingParams
 from rlvr.training.runlog import timed
-from rlvr.training.seeds import seed_for
 from rlvr.types import Group, Problem
 
 Metrics = dict[str, Any]
