@@ -59,7 +59,7 @@ class Zygote:
 
     def start(self) -> None:
         caps, uid = self.caps, self.caps.run_uid
-        cfg: dict[str, Any] = {"landlock": caps.landlock_abi, "grader_pid": 0}
+        cfg: dict[str, Any] = {"landlock": caps.landlock_abi, "grader_pid": 0, "tier": caps.tier}
         prefix = str(Path(caps.python).resolve().parent.parent)  # the interpreter's stdlib
         if caps.tier == "bwrap":
             if caps.bwrap is None:
@@ -89,6 +89,9 @@ class Zygote:
             theirs.close()
         self._buf, self.jobs = b"", 0
         ready = self._read_line(time.monotonic() + 30)
+        if ready is not None and "refused" in ready:
+            self.stop()
+            raise SandboxUnavailable(f"tier {self.caps.tier} refused: {ready['refused']}")
         if ready is None or "ready" not in ready:
             self.stop()
             raise SandboxUnavailable(f"zygote failed to start ({self.caps.tier})")
