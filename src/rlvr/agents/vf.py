@@ -7,7 +7,8 @@ rlvr's engine behind that interface: a real local HTTP server (stdlib `Threading
 127.0.0.1 only, a bearer token per server, socket timeouts, bodies up to 16 MiB) answering
 `POST /v1/chat/completions`, which the environment reaches through verifiers' own stock
 `OpenAIChatCompletionsClient` and the real `openai` SDK. An HTTP server rather than an
-in-process client object because then nothing of the environment's path is replaced: its client, message normalisation, error handling and stop conditions run exactly as against vLLM.
+in-process client object because then nothing of the environment's path is replaced: its client,
+message normalisation, error handling and stop conditions run exactly as against vLLM.
 
 Every request carries the rollout's `trajectory_id` (verifiers' `extra_headers_from_state`), and the
 server records each call under it: prompt ids, sampled ids, behaviour log-probs, finish reason. A
