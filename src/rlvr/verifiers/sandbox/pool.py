@@ -280,7 +280,10 @@ class SandboxPool:
                 "pass allow_unsafe=True only on a machine you do not mind losing")
         if tier is not None and self.caps.tier != tier:
             raise SandboxUnavailable(f"tier {tier} unavailable: {self.caps.reason}")
-        log.info("sandbox tier %s (%s)", self.caps.tier, self.caps.reason or "preferred")
+        if self.caps.tier == "bwrap" or tier is not None:
+            log.info("sandbox tier %s (%s)", self.caps.tier, self.caps.reason or "preferred")
+        else:   # said, not silent: the preferred tier failed on this host
+            log.warning("sandbox tier %s, not bwrap: %s", self.caps.tier, self.caps.reason)
         self.workers = workers or len(os.sched_getaffinity(0))
         self.defaults = {"timeout_s": timeout_s, "cpu_s": cpu_s, "mem_mb": mem_mb,
                          "nproc": nproc, "out_cap": out_cap}
