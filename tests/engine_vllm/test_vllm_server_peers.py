@@ -22,7 +22,7 @@ from test_vllm_servers import OPTIONS, _ids  # noqa: E402
 @pytest.fixture(scope="module")
 def engine():
     from rlvr.models.policy import load_policy
-    from rlvr.rollout.vllm_servers import VLLMServerEngine
+    from rlvr.rollout.vllm.servers import VLLMServerEngine
 
     policy, tok = load_policy("builtin:tiny-llama", seed=0)
     eng = VLLMServerEngine(policy, tok, servers=1, options=OPTIONS)
@@ -33,7 +33,7 @@ def engine():
 
 
 def _peers(address, key):
-    from rlvr.rollout import vllm_wire
+    from rlvr.rollout.vllm import wire as vllm_wire
 
     silent = socket.create_connection(address)                     # says nothing, stays
     socket.create_connection(address).close()                      # closes at once
@@ -77,7 +77,7 @@ def test_hostile_peers_neither_crash_the_server_nor_block_the_trainer(engine):
 
 
 def test_a_client_without_the_key_is_refused_within_the_deadline(engine):
-    from rlvr.rollout import vllm_wire
+    from rlvr.rollout.vllm import wire as vllm_wire
 
     start = time.monotonic()
     with pytest.raises(ConnectionError):

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from rlvr.rollout import vllm_wire
+from rlvr.rollout.vllm import wire as vllm_wire
 
 KEY = b"k" * 16
 

@@ -1,14 +1,14 @@
-"""`python -m rlvr.rollout.vllm_server`: one vLLM engine in a process of its own, served on a socket.
+"""`python -m rlvr.rollout.vllm.server`: one vLLM engine in a process of its own, served on a socket.
 
 Run by `rollout.engine: vllm_server` (`vllm_servers.VLLMServerEngine` starts one per server, with
 the interpreter of `rollout.vllm_python`, so the trainer's environment need not hold vLLM), or by
 hand for `rollout.vllm_urls`. It holds `vllm.LLM` in-process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`)
 with the `vllm_worker.WeightSync` extension, listens on --host/--port (default 127.0.0.1; port 0:
-any free port) and speaks `vllm_wire`: clients prove the key in the environment variable
+any free port) and speaks `vllm.wire`: clients prove the key in the environment variable
 RLVR_VLLM_AUTHKEY (hex) within a deadline, every frame is authenticated JSON (never a pickle).
 A peer that connects and says nothing, closes mid-handshake, sends garbage or leaves before its
 reply costs only its own connection; the server keeps serving. Across hosts: an SSH tunnel
-(see `vllm_wire`); the frames are authenticated, not encrypted. Once it listens it prints
+(see `vllm.wire`); the frames are authenticated, not encrypted. Once it listens it prints
 `READY` and JSON {"port": ..., "pid": ...} on a line of stdout.
 With --exit-with-parent (the engine's servers) it exits within a second of its parent's death,
 kill -9 included, first removing --remove-when-orphaned DIR (the engine's weight files in shared
@@ -143,10 +143,10 @@ def main(argv: list[str] | None = None) -> int:
     import socket
     import threading
 
-    from rlvr.rollout import vllm_wire
-    from rlvr.rollout.vllm import _CPU_ENV
+    from rlvr.rollout.vllm import wire as vllm_wire
+    from rlvr.rollout.vllm.engine import _CPU_ENV
 
-    ap = argparse.ArgumentParser(prog="python -m rlvr.rollout.vllm_server")
+    ap = argparse.ArgumentParser(prog="python -m rlvr.rollout.vllm.server")
     ap.add_argument("--model", required=True, help="a Hugging Face checkpoint directory")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     from vllm import LLM
 
     kwargs = {"enforce_eager": True, "seed": 0, "logprobs_mode": "processed_logprobs",
-              "worker_extension_cls": "rlvr.rollout.vllm_worker.WeightSync", **json.loads(args.options)}
+              "worker_extension_cls": "rlvr.rollout.vllm.worker.WeightSync", **json.loads(args.options)}
     llm = LLM(model=args.model, **kwargs)
     listener = socket.create_server((args.host, args.port), backlog=64)
     channels: queue.Queue = queue.Queue()

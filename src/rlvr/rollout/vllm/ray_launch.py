@@ -27,7 +27,7 @@ class ServerHost:
     def __init__(self, python: str, key_file: str):
         import ray
 
-        from rlvr.rollout.vllm_launch import LocalLauncher
+        from rlvr.rollout.vllm.launch import LocalLauncher
 
         with open(key_file) as f:          # never an actor argument: those sit in Ray's store
             key = f.read().strip()
