@@ -269,3 +269,37 @@ def test_chat_template_bridge(tiny):
             assert len(segs) == 3
             assert [c.token_ids[a:b] for (_, a), (b, _) in zip(segs, segs[1:])] == [env_ids] * 2
     assert len(spy.calls) == 18
+
+
+def test_the_endpoint_wants_its_token_and_drops_a_silent_peer(tiny, monkeypatch):
+    """A loopback peer (any local process) without the token gets 401 and no sample; one that
+    connects and says nothing is dropped after the socket timeout."""
+    import json
+    import socket
+    import time
+    import urllib.error
+    import urllib.request
+
+    from rlvr.agents import vf as vf_mod
+    from rlvr.agents.vf import OpenAIServer
+    from rlvr.rollout.hf import HFEngine
+
+    monkeypatch.setattr(vf_mod, "SOCKET_TIMEOUT_S", 0.5)
+    model, tok = tiny
+    server = OpenAIServer(HFEngine(model, tok), tok, max_new_tokens=4)
+    try:
+        body = json.dumps({"messages": [{"role": "user", "content": "ab"}]}).encode()
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            req = urllib.request.Request(server.base_url + "/chat/completions", body, headers)
+            with pytest.raises(urllib.error.HTTPError) as err:
+                urllib.request.urlopen(req, timeout=10)
+            assert err.value.code == 401
+        assert server.calls == {}
+        silent = socket.create_connection(("127.0.0.1", int(server.base_url.split(":")[2].split("/")[0])))
+        silent.settimeout(5)
+        start = time.monotonic()
+        assert silent.recv(1) == b""            # the server hung up on it
+        assert time.monotonic() - start < 3
+        silent.close()
+    finally:
+        server.close()

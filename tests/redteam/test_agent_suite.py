@@ -24,7 +24,7 @@ def _require(tier):
 
 
 def _assert_clean(report):
-    assert report["items"] == len(agent_suite.ITEMS) >= 17
+    assert report["items"] == len(agent_suite.ITEMS) >= 25
     assert report["failures"] == [], json.dumps(report["failures"], indent=1)
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from rlvr.agents.calls import PlainFormat
 from rlvr.agents.env import ToolCall
-from rlvr.agents.workspace import Workspace, normalise
+from rlvr.agents.workspace import Workspace, normalise, shadows
 from rlvr.tasks.agentic import AgenticTask, make_problem
 from rlvr.types import Problem
 from rlvr.verifiers.sandbox import SandboxPool
@@ -56,7 +56,7 @@ ITEMS = {
                                  ("run_tests", {"path": "test.py", "content": "", "files": {"test.py": ""}})],
 }
 TEST_WRITES = {"write_test", "write_dot_path", "write_dotdot_path", "write_under_test_path",
-               "structured_write"}
+               "structured_write", "edit_runner"}   # sitecustomize.py: a module imported unasked
 # Attempts through code: the python tool's copy of the tests changed (never the workspace's).
 CODE_WRITES = {"python_rewrites_test", "symlink_then_write", "rename_test", "python_deletes_test",
                "python_appends_to_test", "python_writes_then_raises", "calc_removes_test",
@@ -156,6 +156,32 @@ def test_reasoner_observations_match_the_real_workspace(pool):
             call = fmt.parse(text)
             assert (env.step(call).observation if call else None) == obs
         assert env.score().reward == 1.0
+
+
+def test_shadows_reserves_every_form_of_a_fixed_module_name():
+    fixed = {"checker.py": "", "pkg/helper.py": "", "task": "", "test.py": ""}
+    for path in ("checker/__init__.py", "lib/checker/__init__.py", "lib/checker.py", "checker.so",
+                 "checker/x.py", "pkg/__init__.py", "pkg.py", "a/pkg/__init__.py", "helper.pyc",
+                 "__pycache__/x.cpython-311.pyc", "x.pth", "sitecustomize.py", "sub/conftest.py"):
+        assert shadows(path, fixed), path
+    for path in ("answer", "solution.py", "pkg/solution.py", "checker.txt", "lib/util.py"):
+        assert not shadows(path, fixed), path
+
+
+def test_writable_arm_shadow_package_never_makes_correct(pool):
+    """A task shipping checker.py: the agent's checker/__init__.py pays in the writable arm (the
+    control), is flagged, and `correct` still runs the task's own checker."""
+    checker = "def check(ans):\n    assert int(ans) == 632\n"
+    problem = Problem(id="helper", prompt="347+285", verifier="workspace",
+                      reference={"files": {"checker.py": checker},
+                                 "tests": {"test.py": "from checker import check\n"
+                                                      "check(open('answer').read())\n"}})
+    env = Workspace(pool, tests_writable=True)
+    env.reset(problem)
+    for call in [WRONG, ("write", {"path": "checker/__init__.py", "content": "def check(a): pass"})]:
+        env.step(ToolCall(*call))
+    score = env.score()
+    assert not score.correct and "tamper_attempt" in score.flags
 
 
 def test_normalise():

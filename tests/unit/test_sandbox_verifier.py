@@ -36,6 +36,7 @@ def test_rewards_and_flags(verifier):
     assert [s.flags for s in scores] == [(), (), ("crash",), ("timeout",), ("no_code",), ()]
     assert scores[1].details["passed"] == 2 and scores[1].details["total"] == 3
     assert verifier.metrics()["sandbox/tier"] == verifier.tier
+    assert verifier.metrics()["sandbox/preferred_tier"] == float(verifier.tier == "bwrap")
 
 
 def test_hidden_tests_decide_and_visible_are_reported(verifier):

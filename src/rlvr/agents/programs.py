@@ -39,6 +39,7 @@ def _write(files):
 RUNNER = _PRELUDE + r"""
 import importlib.machinery
 job = json.loads(sys.stdin.read())
+os.dup2(os.open(os.devnull, os.O_RDONLY), 0)   # the job (and its nonce) is not read twice
 _write(job["files"])
 sys.path.append(os.getcwd())
 class _StdlibOnly:

@@ -4,10 +4,11 @@ The classic verifiers API (`vf.SingleTurnEnv`, `vf.MultiTurnEnv` and their `vf.R
 verifiers 0.3.1, where `import verifiers as vf` still exposes it: 0.4 keeps only its new
 `verifiers.v1` stack) rolls out by calling a model through an OpenAI client. `OpenAIServer` is
 rlvr's engine behind that interface: a real local HTTP server (stdlib `ThreadingHTTPServer`,
-127.0.0.1 only) answering `POST /v1/chat/completions`, which the environment reaches through
-verifiers' own stock `OpenAIChatCompletionsClient` and the real `openai` SDK. An HTTP server rather
-than an in-process client object because then nothing of the environment's path is replaced: its
-client, message normalisation, error handling and stop conditions run exactly as against vLLM.
+127.0.0.1 only, a bearer token per server, socket timeouts, bodies up to 16 MiB) answering
+`POST /v1/chat/completions`, which the environment reaches through verifiers' own stock
+`OpenAIChatCompletionsClient` and the real `openai` SDK. An HTTP server rather than an
+in-process client object because then nothing of the environment's path is replaced: its client,
+message normalisation, error handling and stop conditions run exactly as against vLLM.
 
 Every request carries the rollout's `trajectory_id` (verifiers' `extra_headers_from_state`), and the
 server records each call under it: prompt ids, sampled ids, behaviour log-probs, finish reason. A
@@ -40,8 +41,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import hmac
 import json
+import os
 import queue
+import secrets
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -55,6 +59,8 @@ from rlvr.rollout.base import PromptEncoder, SamplingParams, stamp
 from rlvr.types import Completion, Group, Problem, Score
 
 TRAJECTORY_HEADER = "X-Rlvr-Trajectory"
+SOCKET_TIMEOUT_S = 60.0
+MAX_BODY = 16 << 20
 
 
 @dataclass
@@ -111,6 +117,7 @@ class OpenAIServer:
         self._seen: dict[str, int] = {}      # its requests so far, per (prefix, params)
         self._lock = threading.Lock()
         self._jobs: queue.Queue = queue.Queue()
+        self.token = secrets.token_urlsafe(32)    # any local process can reach the port
         self._http = _HTTPServer(("127.0.0.1", 0), _handler(self))
         self._threads = [threading.Thread(target=self._http.serve_forever, daemon=True),
                          threading.Thread(target=self._decode_loop, daemon=True)]
@@ -120,6 +127,13 @@ class OpenAIServer:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._http.server_address[1]}/v1"
+
+    @property
+    def key_var(self) -> str:
+        """The environment variable holding the token (verifiers' client reads the key from one)."""
+        name = f"RLVR_VF_TOKEN_{self._http.server_address[1]}"
+        os.environ[name] = self.token
+        return name
 
     def close(self) -> None:
         self._http.shutdown()
@@ -232,11 +246,20 @@ def _ids(x) -> list[int]:
 
 def _handler(server: OpenAIServer):
     class Handler(BaseHTTPRequestHandler):
+        timeout = SOCKET_TIMEOUT_S       # a peer that connects and says nothing holds one thread, briefly
+
         def do_POST(self):
+            given = self.headers.get("Authorization", "")
+            if not hmac.compare_digest(given.encode(), f"Bearer {server.token}".encode()):
+                return self._send(401, {"error": {"message": "a bearer token is required",
+                                                  "type": "invalid_request_error"}})
+            size = int(self.headers.get("Content-Length", 0) or 0)
+            if not 0 <= size <= MAX_BODY:
+                return self._send(413, {"error": {"message": f"body over {MAX_BODY} bytes"}})
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 return self._send(404, {"error": {"message": f"no route {self.path}"}})
             try:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                body = json.loads(self.rfile.read(size))
                 out = server.complete(body, self.headers.get(TRAJECTORY_HEADER))
             except (BadRequest, KeyError, TypeError, ValueError) as e:
                 return self._send(400, {"error": {"message": str(e), "type": "invalid_request_error"}})
@@ -278,7 +301,7 @@ class VerifiersRollouts:
         self.terms = _reward_terms(env.rubric)
         self.server = OpenAIServer(engine, tokenizer, max_new_tokens)
         # max_retries=0: a retried request would be sampled (and recorded) twice.
-        self.client = ClientConfig(api_base_url=self.server.base_url, api_key_var="RLVR_NO_KEY",
+        self.client = ClientConfig(api_base_url=self.server.base_url, api_key_var=self.server.key_var,
                                    max_retries=0, extra_headers_from_state={
                                        TRAJECTORY_HEADER: "trajectory_id"})
 

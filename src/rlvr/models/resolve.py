@@ -110,17 +110,17 @@ def _importable(name: str) -> bool:
 
 
 def _fingerprint(path: Path) -> str:
-    """Size and a hash of the first and last MiB: the same file installed in two venvs (other
-    modification times) shares one conversion; another file of the same name does not."""
+    """Size and a hash of the whole file: the same file installed in two venvs (other
+    modification times) shares one conversion; another file of the same name does not, even one
+    that differs only in a middle tensor (a hash of the first and last MiB let those share)."""
     import hashlib
 
     size = path.stat().st_size
     digest = hashlib.sha256(str(size).encode())
     with open(path, "rb") as f:
-        digest.update(f.read(2**20))
-        f.seek(max(0, size - 2**20))
-        digest.update(f.read(2**20))
-    return f"{size}-{digest.hexdigest()[:16]}"
+        for chunk in iter(lambda: f.read(1 << 22), b""):
+            digest.update(chunk)
+    return f"{size}-{digest.hexdigest()[:32]}"
 
 
 def _convert(gguf: Path, out: Path) -> None:

@@ -16,6 +16,8 @@ one. Directories without the marker are ignored and cleaned up.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import random
 import shutil
@@ -26,25 +28,56 @@ import numpy as np
 import torch
 
 from rlvr.errors import UserError
+from rlvr.monitor.atomic import fsync_dir as _fsync_dir
+from rlvr.training.banner import say
+from rlvr.types import Completion, Group, Problem, Score
 
 MARKER = "COMPLETE"
 CONFIG = "config.yaml"   # in a checkpoint: the config its weights were trained with
+MANIFEST = "MANIFEST.json"
 
 
-def _fsync_tree(path: Path) -> None:
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _seal(path: Path) -> None:
+    """fsync every file, then write the manifest (size + sha256 of each) and fsync it."""
+    files = {}
     for p in sorted(path.rglob("*")):
         if p.is_file():
             with p.open("rb") as f:
                 os.fsync(f.fileno())
-    _fsync_dir(path)
+            files[p.relative_to(path).as_posix()] = [p.stat().st_size, _sha256(p)]
+    with (path / MANIFEST).open("w") as f:
+        json.dump(files, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
+def verify(ckpt: Path) -> str | None:
+    """None when every file `ckpt`'s manifest names has its size and hash, else what is wrong,
+    naming the file. A checkpoint written before manifests has nothing to check."""
+    manifest = ckpt / MANIFEST
+    if not manifest.is_file():
+        return None if (ckpt / "trainer_state.pt").is_file() else f"{ckpt / 'trainer_state.pt'} is missing"
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        files = json.loads(manifest.read_text())
+    except (ValueError, OSError) as exc:
+        return f"{manifest} is unreadable ({exc})"
+    for name, (size, digest) in sorted(files.items()):
+        p = ckpt / name
+        if not p.is_file():
+            return f"{p} is missing"
+        if p.stat().st_size != size:
+            return f"{p} has {p.stat().st_size} bytes, the manifest says {size}"
+        if _sha256(p) != digest:
+            return f"{p} does not match its sha256 in the manifest"
+    return None
 
 
 def rng_state() -> dict[str, Any]:
@@ -86,16 +119,22 @@ def save(ckpt_root: Path, step: int, model, tokenizer, state: dict[str, Any],
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir()
-    model.save_pretrained(tmp, state_dict=model_state)
-    tokenizer.save_pretrained(tmp)
-    torch.save(state, tmp / "trainer_state.pt")
-    if config_text:
-        (tmp / CONFIG).write_text(config_text)
-    (tmp / MARKER).write_text(str(step))
-    _fsync_tree(tmp)
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
+    try:
+        model.save_pretrained(tmp, state_dict=model_state)
+        tokenizer.save_pretrained(tmp)
+        torch.save(state, tmp / "trainer_state.pt")
+        if config_text:
+            (tmp / CONFIG).write_text(config_text)
+        _seal(tmp)
+        (tmp / MARKER).write_text(str(step))
+        with (tmp / MARKER).open("rb") as f:
+            os.fsync(f.fileno())
+        _fsync_dir(tmp)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     _fsync_dir(ckpt_root)
     return final
 
@@ -127,8 +166,24 @@ def prune(ckpt_root: Path, keep_last: int, keep: frozenset[Path] | set[Path] = f
             shutil.rmtree(p, ignore_errors=True)
 
 
+# What a trainer state holds beyond tensors and builtins: numpy's RNG state (an array, its dtype),
+# and the groups generated ahead (`rollout.max_staleness`), plain dataclasses of `rlvr.types`.
+_SAFE = [Completion, Group, Problem, Score, np.ndarray, np.dtype, type(np.dtype(np.uint32)),
+         type(np.dtype(np.float64)), type(np.dtype(np.int64)),
+         getattr(np, "_core", np.core).multiarray._reconstruct]
+
+
 def load_state(ckpt: Path) -> dict[str, Any]:
-    return torch.load(ckpt / "trainer_state.pt", weights_only=False)
+    """The trainer state, loaded as data only (no pickled code runs) onto the CPU: every rank gets
+    its own copy and the optimizer moves it to its parameters' device."""
+    path = ckpt / "trainer_state.pt"
+    try:
+        with torch.serialization.safe_globals(_SAFE):
+            return torch.load(path, weights_only=True, map_location="cpu")
+    except Exception as exc:  # noqa: BLE001 - a damaged or hostile file: name it and stop
+        raise UserError(f"{path}: cannot load the trainer state as data ({type(exc).__name__}: "
+                        f"{str(exc).splitlines()[0] if str(exc) else ''}); it is not a checkpoint "
+                        "this version wrote, or it is damaged") from None
 
 
 def read_weights(ckpt: Path) -> dict[str, torch.Tensor]:
@@ -181,11 +236,43 @@ class Checkpointer:
                 clean_partial(self.root)
             if self.dp is not None:
                 self.dp.barrier()
-            return latest(self.root)
+            return self._newest_good()
         path = Path(mode)
         if not (path / MARKER).is_file():
             raise UserError(f"run.resume: {path} is not a complete checkpoint directory")
+        problem = verify(path)
+        if problem:
+            raise UserError(f"run.resume: checkpoint {path} is damaged: {problem}")
+        self._abandon_after(path)
         return path
+
+    def _newest_good(self) -> Path | None:
+        """The newest complete checkpoint whose files match its manifest; each newer one that does
+        not is named, with its bad file, on stderr."""
+        for ckpt in reversed(complete_checkpoints(self.root)):
+            problem = verify(ckpt)
+            if problem is None:
+                return ckpt
+            if self.is_main:
+                say(f"run.resume=auto: skipping checkpoint {ckpt.name}: {problem}")
+        return None
+
+    def _abandon_after(self, ckpt: Path) -> None:
+        """Resuming `ckpt`: this run's newer checkpoints belong to a timeline left behind; they move
+        to `abandoned-step-NNNNNN/` (kept, never resumed by `auto`)."""
+        step = step_of(ckpt)
+        newer = [p for p in complete_checkpoints(self.root)
+                 if int(p.name.split("-")[1]) > step and p.resolve() != ckpt.resolve()]
+        if self.is_main and newer:
+            aside = self.root / f"abandoned-step-{step:06d}-{os.getpid()}"
+            aside.mkdir(parents=True)
+            for p in newer:
+                os.replace(p, aside / p.name)
+            _fsync_dir(self.root)
+            say(f"run.resume: resuming {ckpt} (step {step}); the newer checkpoints "
+                f"{[p.name for p in newer]} moved to {aside}")
+        if self.dp is not None:
+            self.dp.barrier()
 
     def save(self, done: int, metric: float | None, state: dict[str, Any], model, tokenizer,
              model_state: dict[str, torch.Tensor] | None, alarm: Callable[[dict], None],
@@ -199,9 +286,10 @@ class Checkpointer:
             path = save(self.root, done, model, tokenizer, state, model_state, config_text)
             if self.dp is not None:
                 self.dp.barrier()
-        except OSError as exc:
+        except Exception as exc:  # noqa: BLE001 - a full disk raises SafetensorError, not OSError
             alarm({"step": done, "event": "alarm", "name": "checkpoint_failed",
-                   "message": f"checkpoint write failed ({exc}); the previous one is intact",
+                   "message": f"checkpoint write failed ({type(exc).__name__}: {exc}); the previous "
+                              "one is intact",
                    "action": "free disk space or fix permissions on run.dir"})
             if self.dp is not None:
                 self.dp.barrier()

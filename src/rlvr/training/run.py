@@ -29,6 +29,7 @@ from rlvr import config as config_mod
 from rlvr.config import Config
 from rlvr.evaluation.metrics import greedy_accuracy
 from rlvr.models.device import seed_for
+from rlvr.monitor.atomic import write_dir_atomic, write_text_atomic
 from rlvr.monitor.log import MetricsLog, NullLog, read_metrics
 from rlvr.training import checkpoint
 from rlvr.training.banner import banner, resume_note, say, unknown_text_warning
@@ -144,16 +145,17 @@ class Run:
             self.dp.barrier()
             self.dp.close()
             return {"steps": self.cfg.grpo.steps, "final_accuracy": None, "rank": self.dp.rank}
-        final = self.dir / "final"
-        self.state.policy.save_pretrained(final, state_dict=model_state)
-        self.tokenizer.save_pretrained(final)
+        def fill(final: Path) -> None:
+            self.state.policy.save_pretrained(final, state_dict=model_state)
+            self.tokenizer.save_pretrained(final)
+        write_dir_atomic(self.dir / "final", fill)
         evals = [r for r in read_metrics(self.dir) if "eval/accuracy" in r]
         best = self.checkpoints.best[1]
         final_accuracy = evals[-1]["eval/accuracy"] if evals else None
         summary = {"steps": self.cfg.grpo.steps, "final_accuracy": final_accuracy,
                    "heldout_size": len(self.heldout), "wall_seconds": wall_seconds,
                    "best_checkpoint": str(best) if best else None}
-        (self.dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        write_text_atomic(self.dir / "summary.json", json.dumps(summary, indent=2))
         self.source.sampler.export(self.dir / "pass_rates.jsonl")
         self.log.close()
         if self.dp is not None:

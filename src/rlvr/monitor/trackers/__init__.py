@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol, Sequence
 
 from rlvr.errors import UserError
+from rlvr.monitor.atomic import write_text_atomic
 
 IDS_FILE = "trackers.json"
 _MODULES = {"wandb": "rlvr.monitor.trackers.wandb_tracker", "mlflow": "rlvr.monitor.trackers.mlflow_tracker",
@@ -81,7 +82,7 @@ def open_trackers(names: Sequence[str], run_dir: Path, run_name: str, config: di
     """The named trackers (TensorBoard aside), continuing the runs recorded in the run dir unless
     `fresh`; the run ids are saved before anything is logged."""
     ids_path = Path(run_dir) / IDS_FILE
-    ids = {} if fresh or not ids_path.exists() else json.loads(ids_path.read_text())
+    ids = {} if fresh or not ids_path.exists() else _read_ids(ids_path)
     opened: dict[str, Tracker] = {}
     for name in names:
         if name in _MODULES:
@@ -95,8 +96,20 @@ def open_trackers(names: Sequence[str], run_dir: Path, run_name: str, config: di
                                 f"{type(exc).__name__}: {exc}") from None
     if opened:
         ids.update({name: t.run_id for name, t in opened.items()})
-        ids_path.write_text(json.dumps(ids, indent=1) + "\n")
+        write_text_atomic(ids_path, json.dumps(ids, indent=1) + "\n")
     return Trackers(opened)
+
+
+def _read_ids(path: Path) -> dict[str, str]:
+    """The tracker run ids a resume continues; a damaged file stops the run, naming it."""
+    try:
+        ids = json.loads(path.read_text())
+    except (ValueError, OSError) as exc:
+        raise UserError(f"{path}: cannot read the tracker run ids ({exc}); restore it, or delete it "
+                        "to start new tracker runs") from None
+    if not isinstance(ids, dict):
+        raise UserError(f"{path}: expected a JSON object of tracker run ids, got {type(ids).__name__}")
+    return ids
 
 
 def flat(config: dict[str, Any], prefix: str = "") -> dict[str, str]:

@@ -6,6 +6,9 @@ own bundle of one placement group (1 GPU per server where the cluster has enough
 and that actor runs the server as a process of its own on its node, under the server interpreter
 (`rollout.vllm_python`): Ray places the servers and holds their resources, vLLM need not be
 importable where the Ray workers run. A server that dies is started again in the same bundle.
+The key reaches each actor as a 0600 file under a 0700 directory of the trainer's node (its path
+is the actor's argument, never the key: actor arguments are kept in Ray's object store, readable
+by anyone who can connect to the cluster).
 
 Tested on a local cluster (tests/distributed/test_ray_vllm_servers.py). Not verified: servers on
 other nodes. They listen on their node's address, but the weights go as a file under /dev/shm of
@@ -21,11 +24,13 @@ from typing import Any, cast
 class ServerHost:
     """The Ray actor holding one server process."""
 
-    def __init__(self, python: str, key: str):
+    def __init__(self, python: str, key_file: str):
         import ray
 
         from rlvr.rollout.vllm.launch import LocalLauncher
 
+        with open(key_file) as f:          # never an actor argument: those sit in Ray's store
+            key = f.read().strip()
         # the server's parent is this actor, not the trainer, and the weight files are on the
         # trainer's node: they are the trainer's to remove
         host = ray.util.get_node_ip_address()
@@ -53,7 +58,14 @@ class RayLauncher:
         import ray
         from ray.util.placement_group import placement_group
 
-        self.ray, self.python, self.key_hex, self.key = ray, python, key, bytes.fromhex(key)
+        import tempfile
+
+        self.ray, self.python, self.key = ray, python, bytes.fromhex(key)
+        self.key_dir = tempfile.mkdtemp(prefix="rlvr-vllm-key-")     # 0700: this uid only
+        self.key_file = os.path.join(self.key_dir, "key")
+        fd = os.open(self.key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(key)
         self.started = not ray.is_initialized()
         if self.started:
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -74,7 +86,7 @@ class RayLauncher:
         bundle = self.free.pop(0)
         actor: Any = self.ray.remote(num_gpus=1 if self.gpu else 0, num_cpus=0 if self.gpu else 1)(ServerHost)
         host = actor.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
-            self.group, placement_group_bundle_index=bundle)).remote(self.python, self.key_hex)
+            self.group, placement_group_bundle_index=bundle)).remote(self.python, self.key_file)
         handle = {"actor": host, "started": host.start.remote(model_dir, options), "pid": None}
         self.where[id(handle)] = bundle
         return handle
@@ -101,8 +113,11 @@ class RayLauncher:
         self.free.append(self.where.pop(id(handle)))
 
     def close(self) -> None:
+        import shutil
+
         from ray.util.placement_group import remove_placement_group
 
+        shutil.rmtree(self.key_dir, ignore_errors=True)
         remove_placement_group(self.group)
         if self.started:
             self.ray.shutdown()

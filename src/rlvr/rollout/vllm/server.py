@@ -3,10 +3,13 @@
 Run by `rollout.engine: vllm_server` (`vllm_servers.VLLMServerEngine` starts one per server, with
 the interpreter of `rollout.vllm_python`, so the trainer's environment need not hold vLLM), or by
 hand for `rollout.vllm_urls`. It holds `vllm.LLM` in-process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`)
-with the `vllm_worker.WeightSync` extension, listens with `multiprocessing.connection` on
---host/--port (port 0: any free port) and authenticates clients with the key in the environment
-variable RLVR_VLLM_AUTHKEY (hex). Once it listens it prints `READY` and JSON {"port": ..., "pid": ...}
-on a line of stdout.
+with the `vllm_worker.WeightSync` extension, listens on --host/--port (default 127.0.0.1; port 0:
+any free port) and speaks `vllm.wire`: clients prove the key in the environment variable
+RLVR_VLLM_AUTHKEY (hex) within a deadline, every frame is authenticated JSON (never a pickle).
+A peer that connects and says nothing, closes mid-handshake, sends garbage or leaves before its
+reply costs only its own connection; the server keeps serving. Across hosts: an SSH tunnel
+(see `vllm.wire`); the frames are authenticated, not encrypted. Once it listens it prints
+`READY` and JSON {"port": ..., "pid": ...} on a line of stdout.
 With --exit-with-parent (the engine's servers) it exits within a second of its parent's death,
 kill -9 included, first removing --remove-when-orphaned DIR (the engine's weight files in shared
 memory, which a killed trainer cannot remove).
@@ -40,18 +43,21 @@ READY = "rlvr-vllm-server ready "   # then JSON; vLLM's own log lines go to stdo
 
 
 def _serve(llm, conn, state: dict) -> bool:
-    """Answer the requests on `conn` until it closes (False) or a stop request (True)."""
+    """Answer the requests on `conn` until it closes or fails (False) or a stop request (True)."""
     while True:
         try:
             request = conn.recv()
-        except (EOFError, OSError):
+        except (EOFError, OSError, ValueError):   # gone, cut, or a frame that is not ours
             return False
-        op = request.get("op")
+        op = request.get("op") if isinstance(request, dict) else None
         try:
             reply = _OPS[op](llm, request, state) if op in _OPS else {"error": f"unknown op {op!r}"}
         except Exception:  # the client gets the traceback; the server keeps its engine
             reply = {"error": traceback.format_exc()}
-        conn.send(reply)
+        try:
+            conn.send(reply)
+        except (OSError, ValueError):              # the client left before its reply
+            return False
         if op == "stop":
             return True
 
@@ -133,9 +139,11 @@ def _watch_parent(parent: int, remove: str = "") -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from multiprocessing.connection import Listener
-    from multiprocessing import AuthenticationError
+    import queue
+    import socket
+    import threading
 
+    from rlvr.rollout.vllm import wire as vllm_wire
     from rlvr.rollout.vllm.engine import _CPU_ENV
 
     ap = argparse.ArgumentParser(prog="python -m rlvr.rollout.vllm.server")
@@ -162,15 +170,14 @@ def main(argv: list[str] | None = None) -> int:
     kwargs = {"enforce_eager": True, "seed": 0, "logprobs_mode": "processed_logprobs",
               "worker_extension_cls": "rlvr.rollout.vllm.worker.WeightSync", **json.loads(args.options)}
     llm = LLM(model=args.model, **kwargs)
-    listener = Listener((args.host, args.port), authkey=bytes.fromhex(key))
-    print(READY + json.dumps({"port": listener.address[1], "pid": os.getpid()}), flush=True)
+    listener = socket.create_server((args.host, args.port), backlog=64)
+    channels: queue.Queue = queue.Queue()
+    threading.Thread(target=vllm_wire.serve_channels, args=(listener, bytes.fromhex(key), channels.put),
+                     daemon=True).start()
+    print(READY + json.dumps({"port": listener.getsockname()[1], "pid": os.getpid()}), flush=True)
     state = {"version": 0}
-    while True:
-        try:
-            conn = listener.accept()
-        except (AuthenticationError, OSError):   # a client with the wrong key is turned away
-            continue
-        with conn:
+    while True:           # one authenticated client at a time, in the order they proved the key
+        with channels.get() as conn:
             if _serve(llm, conn, state):
                 return 0
 

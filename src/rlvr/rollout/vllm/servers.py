@@ -66,9 +66,9 @@ class Server:
         return f"{self.address[0]}:{self.address[1]}"
 
     def connect(self) -> None:
-        from multiprocessing.connection import Client
+        from rlvr.rollout.vllm.wire import connect
 
-        self.conn = Client(self.address, authkey=self.key)
+        self.conn = connect(self.address, self.key)
 
     def send(self, request: dict) -> None:
         if self.conn is None:
@@ -302,7 +302,7 @@ class VLLMServerEngine:
         try:
             out = call(*args)
             return True if out is None else out
-        except (EOFError, ConnectionError, BrokenPipeError, OSError):
+        except (EOFError, ConnectionError, BrokenPipeError, OSError, ValueError):
             return None
 
     def _restart(self, s: int) -> None:

@@ -66,10 +66,10 @@ def run_call(payload):
     emit(res, ["done"])
 
 
-def _run_program(code, stdin_path, out_w, res):
-    """Grandchild of a stdio job: runs the program as __main__ with the case's stdin."""
+def _run_program(code, fd, out_w, res):
+    """Grandchild of a stdio job: runs the program as __main__ with the case's stdin (`fd`, a file
+    already unlinked: the program never finds its input, a nonce included, in its directory)."""
     os.close(res)
-    fd = os.open(stdin_path, os.O_RDONLY)
     os.dup2(fd, 0)
     os.dup2(out_w, 1)
     null = os.open(os.devnull, os.O_WRONLY)
@@ -107,19 +107,21 @@ def run_stdio(payload):
         path = f"stdin-{i}"
         with open(path, "w") as f:
             f.write(text)
+        fd = os.open(path, os.O_RDONLY)
+        os.unlink(path)
         out_r, out_w = os.pipe()
         sys.stdout.flush()
         pid = os.fork()
         if pid == 0:
             os.close(out_r)
-            _run_program(payload["code"], path, out_w, res)
+            _run_program(payload["code"], fd, out_w, res)
         os.close(out_w)
+        os.close(fd)
         data, over = _read_all(out_r, cap)
         os.close(out_r)
         if over:
             os.kill(pid, 9)
         _, status = os.waitpid(pid, 0)
-        os.unlink(path)
         exc = "OutputLimit" if over else (None if status == 0 else f"exit:{status}")
         emit(res, ["case", i, {"out": data.decode("utf-8", "replace"), "exc": exc}])
     emit(res, ["done"])

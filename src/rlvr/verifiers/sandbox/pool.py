@@ -59,7 +59,7 @@ class Zygote:
 
     def start(self) -> None:
         caps, uid = self.caps, self.caps.run_uid
-        cfg: dict[str, Any] = {"landlock": caps.landlock_abi, "grader_pid": 0}
+        cfg: dict[str, Any] = {"landlock": caps.landlock_abi, "grader_pid": 0, "tier": caps.tier}
         prefix = str(Path(caps.python).resolve().parent.parent)  # the interpreter's stdlib
         if caps.tier == "bwrap":
             if caps.bwrap is None:
@@ -89,6 +89,9 @@ class Zygote:
             theirs.close()
         self._buf, self.jobs = b"", 0
         ready = self._read_line(time.monotonic() + 30)
+        if ready is not None and "refused" in ready:
+            self.stop()
+            raise SandboxUnavailable(f"tier {self.caps.tier} refused: {ready['refused']}")
         if ready is None or "ready" not in ready:
             self.stop()
             raise SandboxUnavailable(f"zygote failed to start ({self.caps.tier})")
@@ -277,7 +280,10 @@ class SandboxPool:
                 "pass allow_unsafe=True only on a machine you do not mind losing")
         if tier is not None and self.caps.tier != tier:
             raise SandboxUnavailable(f"tier {tier} unavailable: {self.caps.reason}")
-        log.info("sandbox tier %s (%s)", self.caps.tier, self.caps.reason or "preferred")
+        if self.caps.tier == "bwrap" or tier is not None:
+            log.info("sandbox tier %s (%s)", self.caps.tier, self.caps.reason or "preferred")
+        else:   # said, not silent: the preferred tier failed on this host
+            log.warning("sandbox tier %s, not bwrap: %s", self.caps.tier, self.caps.reason)
         self.workers = workers or len(os.sched_getaffinity(0))
         self.defaults = {"timeout_s": timeout_s, "cpu_s": cpu_s, "mem_mb": mem_mb,
                          "nproc": nproc, "out_cap": out_cap}

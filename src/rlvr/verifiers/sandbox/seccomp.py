@@ -33,6 +33,16 @@ NR = {
     "fsmount": 432, "fspick": 433, "mount_setattr": 442, "quotactl": 179, "iopl": 172,
     "ioperm": 173, "kcmp": 312, "vhangup": 153, "connect": 42, "bind": 49, "listen": 50,
 }
+# Without a mount namespace (the landlock tier) Landlock does not cover metadata: mode, owner,
+# times and xattrs of any file the job's uid owns, anywhere; nor datagrams sent by address to a
+# host Unix socket (/dev/log, NOTIFY_SOCKET). `confine_host=True` denies them.
+HOST_META = {
+    "chmod": 90, "fchmod": 91, "fchmodat": 268, "fchmodat2": 452, "chown": 92, "fchown": 93,
+    "lchown": 94, "fchownat": 260, "utime": 132, "utimes": 235, "futimesat": 261, "utimensat": 280,
+    "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190, "removexattr": 197, "lremovexattr": 198,
+    "fremovexattr": 199, "sendmsg": 46, "sendmmsg": 307,
+}
+SENDTO = 44
 SOCKET, CLONE, CLONE3, KILL, TKILL, TGKILL = 41, 56, 435, 62, 200, 234
 AF_UNIX = 1
 CLONE_NEW_ANY = 0x7E020000  # NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
@@ -64,21 +74,27 @@ def _deny_if_arg_in(nr, arg, values, err):
     return prog
 
 
-def build_filter(protected_pids=()):
-    """The filter as a list of (code, jt, jf, k) tuples; `protected_pids` may not be signalled."""
+def build_filter(protected_pids=(), confine_host=False):
+    """The filter as a list of (code, jt, jf, k) tuples; `protected_pids` may not be signalled;
+    `confine_host`: also deny `HOST_META` and `sendto` with an address (the landlock tier)."""
     eperm = errno.EPERM
     prog = [
         _stmt(_LD_ABS, _OFF_ARCH), _jump(_JEQ, AUDIT_ARCH_X86_64, 1, 0),
         _stmt(_RET, RET_KILL_PROCESS),
         _stmt(_LD_ABS, _OFF_NR), _jump(_JGE, 0x40000000, 0, 1), _stmt(_RET, RET_KILL_PROCESS),
     ]
-    for nr in sorted(set(NR.values())):
+    denied = set(NR.values()) | (set(HOST_META.values()) if confine_host else set())
+    for nr in sorted(denied):
         prog += [_jump(_JEQ, nr, 0, 1), _stmt(_RET, RET_ERRNO | eperm)]
     prog += [_jump(_JEQ, CLONE3, 0, 1), _stmt(_RET, RET_ERRNO | errno.ENOSYS)]
     prog += [_jump(_JEQ, CLONE, 0, 4), _arg_lo(0), _jump(_JSET, CLONE_NEW_ANY, 0, 1),
              _stmt(_RET, RET_ERRNO | eperm), _stmt(_RET, RET_ALLOW)]
     prog += [_jump(_JEQ, SOCKET, 0, 4), _arg_lo(0), _jump(_JEQ, AF_UNIX, 1, 0),
              _stmt(_RET, RET_ERRNO | errno.EAFNOSUPPORT), _stmt(_RET, RET_ALLOW)]
+    if confine_host:   # sendto(fd, buf, len, flags, addr, addrlen): an address given
+        prog += [_jump(_JEQ, SENDTO, 0, 6), _arg_lo(4), _jump(_JEQ, 0, 0, 2),
+                 _stmt(_LD_ABS, _OFF_ARG + 8 * 4 + 4), _jump(_JEQ, 0, 1, 0),
+                 _stmt(_RET, RET_ERRNO | eperm), _stmt(_RET, RET_ALLOW)]
     pids = [p for p in protected_pids if p > 0]
     prog += _deny_if_arg_in(KILL, 0, [-1] + pids + [-p for p in pids], eperm)
     if pids:
@@ -92,9 +108,9 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def compile_filter(protected_pids=()):
+def compile_filter(protected_pids=(), confine_host=False):
     """The filter as the raw bytes of a sock_filter array (build once, install per job)."""
-    return b"".join(struct.pack("=HBBI", *ins) for ins in build_filter(protected_pids))
+    return b"".join(struct.pack("=HBBI", *ins) for ins in build_filter(protected_pids, confine_host))
 
 
 def install(raw):

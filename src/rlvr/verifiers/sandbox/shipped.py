@@ -168,6 +168,9 @@ def _livecodebench(value: Any, field: str) -> dict:
     return _pairs([c.get("input") for c in cases], [c.get("output") for c in cases], field)
 
 
+MAX_INFLATED = 256 << 20   # LiveCodeBench's largest private tests are a few MiB
+
+
 class _NoClasses(pickle.Unpickler):
     def find_class(self, module: str, name: str):
         raise ValueError(f"refusing to unpickle {module}.{name}: only plain text is expected")
@@ -176,10 +179,13 @@ class _NoClasses(pickle.Unpickler):
 def _unpack_compressed(value: str, field: str) -> str:
     """LiveCodeBench's private tests: base64(zlib(pickle(json text))). No class is ever loaded."""
     try:
-        raw = zlib.decompress(base64.b64decode(value, validate=True))
+        inflate = zlib.decompressobj()
+        raw = inflate.decompress(base64.b64decode(value, validate=True), MAX_INFLATED + 1)
     except Exception as exc:  # binascii / zlib errors: the field is not in that form
         raise ValueError(f"'{field}' is neither JSON nor LiveCodeBench's compressed form "
                          f"({type(exc).__name__})") from None
+    if len(raw) > MAX_INFLATED or inflate.unconsumed_tail:
+        raise ValueError(f"'{field}': the compressed payload inflates past {MAX_INFLATED} bytes")
     try:
         text = _NoClasses(io.BytesIO(raw)).load()
     except pickle.UnpicklingError as exc:

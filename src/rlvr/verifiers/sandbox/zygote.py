@@ -299,6 +299,9 @@ def run_job(cfg, job, chan):
             "err": err[0].decode("utf-8", "replace")[-2000:], "dirty": not clean}
 
 
+SIGNAL_SCOPED_ABI = 6   # LANDLOCK_SCOPE_SIGNAL: below it nothing scopes a job's kill() by domain
+
+
 def main():
     cfg = json.loads(sys.argv[1])
     proto_in, proto_out = os.dup(0), os.dup(1)
@@ -309,6 +312,13 @@ def main():
     _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphaned job descendants come back to us
     _preload()
     cfg["landlock"] = min(cfg.get("landlock", 0), landlock.abi())
+    chan = Channel(proto_in, proto_out)
+    if cfg.get("tier") == "landlock" and cfg["landlock"] < SIGNAL_SCOPED_ABI:
+        chan.send({"refused": f"the landlock tier needs Landlock ABI >= {SIGNAL_SCOPED_ABI} (Linux "
+                              f"6.12) to keep a job's signals in its own domain; here ABI "
+                              f"{cfg['landlock']}: a job could kill sibling zygotes and signal every "
+                              "process of the grader's uid. Use the bwrap tier or a newer kernel"})
+        return
     cfg["jobdir"] = os.path.join(cfg["workdir"], "job")
     os.mkdir(cfg["jobdir"], 0o700)
     cfg["ruleset"] = None
@@ -316,8 +326,8 @@ def main():
         cfg["ruleset"] = landlock.ruleset(cfg["read_paths"], [cfg["jobdir"], os.devnull],
                                           cfg["landlock"])
     cfg["sock"] = socket.socket(fileno=cfg["blob_sock"])
-    cfg["filter"] = seccomp.compile_filter([os.getpid(), os.getppid(), cfg["grader_pid"], 1])
-    chan = Channel(proto_in, proto_out)
+    cfg["filter"] = seccomp.compile_filter([os.getpid(), os.getppid(), cfg["grader_pid"], 1],
+                                           confine_host=not cfg["pidns"])
     chan.send({"ready": os.getpid(), "landlock": cfg["landlock"]})
     while True:
         chan.send(run_job(cfg, chan.next_job(), chan))
