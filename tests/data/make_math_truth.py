@@ -612,6 +612,11 @@ ISSUE48_CASES = [  # (kind, class, reference, response, expected)
     ("m10_deep", "deep_equivalence", "x", "\\boxed{\\sqrt{x^2}}", 0),
     ("m10_deep", "deep_equivalence", "\\frac{R_1 R_2}{R_1 + R_2}", "\\boxed{\\frac{R_1 + R_2}{R_1 R_2}}", 0),
     ("m10_deep", "hedge", "\\sqrt{\\frac{a}{b}}", "\\boxed{\\frac{\\sqrt{a}}{\\sqrt{b}} \\text{ or } \\frac{a}{b}}", 0),
+    ("m9_choice", "choice", "(B) 12", "\\boxed{12}", 1),
+    ("m9_choice", "choice", "(B) 12", "\\boxed{13}", 0),
+    ("m8_sentence", "languages", "12", "答えは12個で、3人に分けます。", 1),
+    ("m8_sentence", "languages", "12", "答えは3個で、12人に分けます。", 0),
+    ("m5_percent", "percent_units", "0.335", "\\boxed{33.5 \\text{ percentage}}", 1),
 ]
 
 

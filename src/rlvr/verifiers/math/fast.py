@@ -34,8 +34,9 @@ _UNITS = (
 _TRAILING_UNIT = re.compile(rf"(?<=[\d}}.])\s*(?:\\,|\\ |~)?\s*(?:{_UNITS})(?:\^\{{?[23]\}}?|²|³)?\.?$",
                             re.IGNORECASE)
 # Percent written as a word or in text (`33.5 percent`, `33.5 pct`, `\frac12\text{ percent}`) is `%`.
-_PERCENT_WORD = re.compile(r"\s*(?:\\(?:text|mbox|mathrm)\s*\{\s*(?:percent|pct|\\?%)\s*\}|(?<![A-Za-z])"
-                           r"(?:percentage(?:\s+points?)?|percent|per\s*cent|pct)\.?)\s*$", re.IGNORECASE)
+_PERCENT_WORD = re.compile(r"\s*(?:\\(?:text|mbox|mathrm)\s*\{\s*(?:percentage|percent|pct|\\?%)\s*\}"
+                           r"|(?<![A-Za-z])(?:percentage(?:\s+points?)?|percent|per\s*cent|pct)\.?)\s*$",
+                           re.IGNORECASE)
 _TEXT_WRAP = re.compile(r"\\(?:text|textbf|mathrm|mathbf|mbox|textnormal|operatorname)\s*\{([^{}]*)\}")
 _TRAILING_TEXT = re.compile(r"(?<=[\d}.])\s*\\(?:text|mbox|mathrm)\s*\{\s*[A-Za-z][A-Za-z .²³/^-]*\}$")
 _TRAILING_WORDS = re.compile(r"(?<=[\d.])\s+[A-Za-z]{3,}(?:\s+[A-Za-z]{3,}){0,2}\.?$")  # "18 stickers"

@@ -113,8 +113,9 @@ def _restore_math(text: str, maths: list[str]) -> str:
 
 
 # A clause ends at a comma or semicolon followed by a word that is no connective ("12, pour les 3
-# enfants", "有12个苹果，比小红多3个"); `$x=3$, $y=4$` and "3, and 4" are one clause.
-_CLAUSE = re.compile(r"\s*[,;，；]\s*(?=[^\W\d_])(?!(?:and|or|et|ou|und|oder|y|o)(?![A-Za-z]))",
+# enfants"), or at a CJK comma (`，`, `、`, "有12个苹果，比小红多3个"); `$x=3$, $y=4$` and "3, and 4"
+# are one clause.
+_CLAUSE = re.compile(r"\s*(?:[,;]\s*(?=[^\W\d_])(?!(?:and|or|et|ou|und|oder|y|o)(?![A-Za-z]))|[，；、]\s*)",
                      re.IGNORECASE)
 
 

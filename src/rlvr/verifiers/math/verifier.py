@@ -258,11 +258,11 @@ def _reference_string(reference: str) -> str | None:
 @lru_cache(maxsize=65536)
 def _option_text_cached(reference: str) -> str:
     option = option_parts(reference.strip().strip("$").strip())
-    return (text_key(option[1]) or "") if option else ""
+    return option[1] if option else ""
 
 
 def _option_text(reference: Any) -> str:
-    """The text of an option reference (`(C) Cecile` → `cecile`), as a word key, or ""."""
+    """The text of an option reference (`(C) Cecile` → `Cecile`, `(B) 12` → `12`), or ""."""
     return _option_text_cached(reference) if isinstance(reference, str) else ""
 
 
@@ -277,7 +277,7 @@ def _options_chosen(candidates: list[str], response: str, option: str, option_te
     B") is the letter it keeps; with no candidate at all, the letters of the closing line are read
     that way ("The correct choice is B."; two letters left are two answers). The option's text
     (`Cecile` for `(C) Cecile`) names the option too."""
-    candidates = [f"({option})" if option_text and text_key(c) == option_text else c for c in candidates]
+    candidates = [f"({option})" if _names_option(c, option_text) else c for c in candidates]
     if not candidates:
         lines = final_region(response).strip().splitlines()
         chosen = chosen_options(lines[-1][-300:], always=True) if lines else None
@@ -287,6 +287,15 @@ def _options_chosen(candidates: list[str], response: str, option: str, option_te
         chosen = chosen_options(candidate)
         out.extend([candidate] if chosen is None else [f"({c})" for c in chosen] or [candidate])
     return out
+
+
+def _names_option(candidate: str, option_text: str) -> bool:
+    """Whether an answer is the option's text: the same words, or the same number (`12` for `(B) 12`)."""
+    if not option_text:
+        return False
+    if text_key(candidate) is not None:
+        return text_key(candidate) == text_key(option_text)
+    return bool(fast_equal(candidate, option_text)) and to_number(option_text) is not None
 
 
 def _single_valued(ref: str) -> bool:
