@@ -617,6 +617,9 @@ ISSUE48_CASES = [  # (kind, class, reference, response, expected)
     ("m8_sentence", "languages", "12", "答えは12個で、3人に分けます。", 1),
     ("m8_sentence", "languages", "12", "答えは3個で、12人に分けます。", 0),
     ("m5_percent", "percent_units", "0.335", "\\boxed{33.5 \\text{ percentage}}", 1),
+    ("m1_matrix", "matrices", "\\begin{pmatrix} 3 \\\\ -1 \\end{pmatrix}", "\\boxed{(3, -1)}", 1),
+    ("m1_matrix", "matrices", "\\begin{pmatrix} 3 \\\\ -1 \\end{pmatrix}", "\\boxed{[3, -1, 0]}", 0),
+    ("m1_matrix", "matrices", "\\begin{pmatrix} 3 \\\\ -1 \\end{pmatrix}", "\\boxed{(-1, 3)}", 0),
 ]
 
 

@@ -325,7 +325,26 @@ def _times_or_matrices_equal(pred: str, ref: str) -> bool | None:
         return times[0] == times[1]
     if "\\begin" in pred and "\\begin" in ref:
         return matrices_equal(pred, ref)
+    if ("\\begin" in pred) != ("\\begin" in ref):
+        return _vector_vs_list(*((pred, ref) if "\\begin" in pred else (ref, pred)))
     return None
+
+
+def _vector_vs_list(vector: str, listed: str) -> bool | None:
+    """A one-row or one-column matrix against the same entries written as a list (`[0.5, 1]`,
+    `(0.5, 1)`): the same vector when every entry is a plain number and equal in order."""
+    table, s = to_matrix(vector), normalize(listed)
+    if table is None or not (len(table) == 1 or all(len(row) == 1 for row in table)):
+        return None
+    if s[:1] not in "([" or s[-1:] not in ")]" or any(c in s[1:-1] for c in "()[]{}"):
+        return None
+    entries, items = [e for row in table for e in row], s[1:-1].split(",")
+    if len(entries) != len(items):
+        return False
+    numbers = [(to_number(x), to_number(y)) for x, y in zip(entries, items)]
+    if any(x is None or y is None for x, y in numbers):
+        return None
+    return all(numbers_equal(y, x) for x, y in numbers)  # type: ignore[arg-type]
 
 
 _ASSIGNMENT = re.compile(r"([A-Za-z])\s*=\s*([^=<>]+)")
