@@ -620,6 +620,10 @@ ISSUE48_CASES = [  # (kind, class, reference, response, expected)
     ("m1_matrix", "matrices", "\\begin{pmatrix} 3 \\\\ -1 \\end{pmatrix}", "\\boxed{(3, -1)}", 1),
     ("m1_matrix", "matrices", "\\begin{pmatrix} 3 \\\\ -1 \\end{pmatrix}", "\\boxed{[3, -1, 0]}", 0),
     ("m1_matrix", "matrices", "\\begin{pmatrix} 3 \\\\ -1 \\end{pmatrix}", "\\boxed{(-1, 3)}", 0),
+    ("m10_deep", "deep_equivalence", "\\frac{a_0}{b_0}\\frac{1}{(1+b/b_0)^{5/2}}",
+     "\\frac{a_0 \\cdot (\\frac{b_0}{b + b_0})^{1.5}}{(b + b_0)}", 1),  # bare LaTeX, no delimiters
+    ("m10_deep", "deep_equivalence", "\\frac{a_0}{b_0}\\frac{1}{(1+b/b_0)^{5/2}}",
+     "\\frac{a_0 \\cdot (\\frac{b_0}{b + b_0})^{0.5}}{(b + b_0)}", 0),
 ]
 
 

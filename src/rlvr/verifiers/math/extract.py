@@ -136,11 +136,14 @@ _PLAIN_EXPRESSION = re.compile(
 
 def _looks_bare(answer: str) -> bool:
     """A short string (at most five tokens) with a digit or LaTeX, one sentence, and at most one
-    word outside math and LaTeX is a bare answer: `x = 3`, `18 dollars`, `$3$ and $4$`. Prose
+    word outside math and LaTeX is a bare answer: `x = 3`, `18 dollars`, `$3$ and $4$`; so is an
+    expression of one-letter names (`x + x`) or LaTeX with no word at all, however long. Prose
     (`The sum is 10.`, `First $x=2$. The sum is 10.`) is read by its closing sentence instead."""
 
     if _PLAIN_EXPRESSION.fullmatch(answer) and re.search(r"[-+*/^=]", answer):
         return True  # `x + x`, `2*a - b`: one-letter names and operators, no words
+    if answer.lstrip().startswith("\\") and not re.search(r"[A-Za-z]{2,}", _LATEX_CMD.sub(" ", answer)):
+        return True  # LaTeX without delimiters and no word: `\frac{a_0 \cdot (b_0)^{1.5}}{b + b_0}`
     if len(answer) > 3 and not re.search(r"[\d\\]", answer) or len(answer.split()) > 5:
         return False
     outside = MATH.sub(" ", answer)
