@@ -501,6 +501,132 @@ KIND_CASES = [  # (kind, class, reference, response, expected)
 ]
 
 
+ISSUE48 = "issue48 kinds: cases written for each kind (correct, incorrect look-alikes, hedges)"
+M22 = "\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}"
+ISSUE48_CASES = [  # (kind, class, reference, response, expected)
+    # 1. matrices and vectors: bare or in prose, any matrix environment, entries compared as values
+    ("m1_matrix", "matrices", M22, "\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}", 1),
+    ("m1_matrix", "matrices", M22, "\\begin{bmatrix} 1 & 2 \\\\ 3 & 4 \\end{bmatrix}", 1),
+    ("m1_matrix", "matrices", M22, "So the product is \\begin{matrix} 1 & 2 \\\\ 3 & 4 \\end{matrix}.", 1),
+    ("m1_matrix", "matrices", "\\begin{bmatrix} 0.5 \\\\ -2 \\end{bmatrix}", "\\begin{pmatrix} \\frac12 \\\\ -2 \\end{pmatrix}", 1),
+    ("m1_matrix", "matrices", "\\begin{pmatrix} \\frac{\\sqrt{2}}{2} & 0 \\end{pmatrix}",
+     "\\begin{vmatrix} 1/\\sqrt{2} & 0 \\end{vmatrix}", 1),
+    ("m1_matrix", "matrices", "\\begin{pmatrix} x & 1 \\\\ 0 & 2x \\end{pmatrix}",
+     "The matrix is \\begin{bmatrix} x & 1 \\\\ 0 & x + x \\end{bmatrix}", 1),
+    ("m1_matrix", "matrices", M22, "\\begin{pmatrix} 9 & 9 \\\\ 9 & 4 \\end{pmatrix}", 0),
+    ("m1_matrix", "matrices", "4", "\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}", 0),
+    ("m1_matrix", "matrices", "4", "The matrix is \\begin{bmatrix} 1 & 2 \\\\ 3 & 4 \\end{bmatrix}.", 0),
+    ("m1_matrix", "matrices", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "\\begin{pmatrix} 1 & 2 \\end{pmatrix}", 0),
+    ("m1_matrix", "matrices", "\\begin{pmatrix} x & 1 \\\\ 2 & 4 \\end{pmatrix}",
+     "\\begin{bmatrix} x & 2 \\\\ 1 & 4 \\end{bmatrix}", 0),
+    ("m1_matrix", "hedge", M22, "\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix} or \\begin{pmatrix} 1 & 2 \\\\ 3 & 5 \\end{pmatrix}", 0),
+    # 2. plain-text expressions: Python / calculator syntax, read by the same parser as references
+    ("m2_plain", "plain_text", "\\sqrt{3} - 1", "-1 + sqrt(3)", 1),
+    ("m2_plain", "plain_text", "\\sqrt{3} - 1", "The answer is -1 + sqrt(3)", 1),
+    ("m2_plain", "plain_text", "2x", "x + x", 1),
+    ("m2_plain", "plain_text", "2 * x", "x + x", 1),
+    ("m2_plain", "plain_text", "(x-1)(x+2)", "(x+2)*(x-1)", 1),
+    ("m2_plain", "plain_text", "x^2 + 2x + 1", "(x + 1)**2", 1),
+    ("m2_plain", "plain_text", "2x", "x + 2", 0),
+    ("m2_plain", "plain_text", "\\sqrt{3} - 1", "1 - sqrt(3)", 0),
+    ("m2_plain", "plain_text", "x^2 + 2x + 1", "(x + 1)**3", 0),
+    ("m2_plain", "hedge", "2x", "x + x or 3*x", 0),
+    # 3. mixed numbers: a whole number and a proper fraction
+    ("m3_mixed", "mixed_numbers", "1.5", "1 1/2", 1),
+    ("m3_mixed", "mixed_numbers", "\\frac{3}{2}", "\\boxed{1 1/2}", 1),
+    ("m3_mixed", "mixed_numbers", "\\frac{9}{4}", "She needs 2 1/4 cups of flour.", 1),
+    ("m3_mixed", "mixed_numbers", "-2.25", "\\boxed{-2\\frac{1}{4}}", 1),
+    ("m3_mixed", "mixed_numbers", "1.5", "\\boxed{2 1/2}", 0),
+    ("m3_mixed", "mixed_numbers", "2.5", "The answer is 1 1/2.", 0),
+    ("m3_mixed", "mixed_numbers", "\\frac{1}{2}", "\\boxed{1 1/2}", 0),
+    ("m3_mixed", "hedge", "1.5", "\\boxed{1 1/2 or 1 2/3}", 0),
+    # 4. clock times as minutes of the day
+    ("m4_time", "clock_times", "20:34", "\\boxed{20:34:00}", 1),
+    ("m4_time", "clock_times", "20:34", "\\boxed{08:34 \\text{P.M.}}", 1),
+    ("m4_time", "clock_times", "20:34", "The train arrives at 8:34 pm.", 1),
+    ("m4_time", "clock_times", "8:05", "\\boxed{8:05 \\text{ AM}}", 1),
+    ("m4_time", "clock_times", "00:15", "\\boxed{12:15 am}", 1),
+    ("m4_time", "clock_times", "20:34", "\\boxed{8:34 am}", 0),
+    ("m4_time", "clock_times", "20:34", "\\boxed{20:43}", 0),
+    ("m4_time", "clock_times", "20:34", "The train arrives at 8:34 am.", 0),
+    ("m4_time", "clock_times", "20:34", "\\boxed{20:34:30}", 0),
+    ("m4_time", "hedge", "20:34", "It arrives at 8:34 pm or 8:43 pm.", 0),
+    # 5. percent words: a percentage equals its number or its hundredth (the existing decision)
+    ("m5_percent", "percent_units", "0.335", "\\boxed{33.5 percentage}", 1),
+    ("m5_percent", "percent_units", "0.335", "33.5 percentage", 1),
+    ("m5_percent", "percent_units", "33.5", "\\boxed{33.5 \\text{ percentage points}}", 1),
+    ("m5_percent", "percent_units", "0.335", "\\boxed{33.6 percentage}", 0),
+    ("m5_percent", "percent_units", "0.335", "\\boxed{3.35 percentage}", 0),
+    ("m5_percent", "hedge", "0.335", "\\boxed{33.5 percentage or 34 percentage}", 0),
+    # 6. an equation naming another function or variable: the right sides are compared
+    ("m6_function", "function_names", "f(x) = 2x + 3", "\\boxed{y = 2x + 3}", 1),
+    ("m6_function", "function_names", "y = 2x + 3", "\\boxed{f(x) = 3 + 2x}", 1),
+    ("m6_function", "function_names", "y = x^2 - 1", "\\boxed{g(x) = (x-1)(x+1)}", 1),
+    ("m6_function", "function_names", "y = 2x + 3", "\\boxed{f(x) = 2x + 4}", 0),
+    ("m6_function", "function_names", "y = 2x + 3", "\\boxed{g(t) = 2t + 3}", 0),
+    ("m6_function", "function_names", "f(x) = x^2", "\\boxed{y = x^3}", 0),
+    ("m6_function", "function_names", "x = 3", "\\boxed{f(x) = 3}", 0),
+    ("m6_function", "hedge", "f(x) = 2x + 3", "\\boxed{y = 2x + 3 \\text{ or } y = 2x - 3}", 0),
+    # 7. degree signs inside expressions: dropped, or the angle in radians against a radian value
+    ("m7_degrees", "degrees", "75", "\\boxed{30^\\circ + 45^\\circ}", 1),
+    ("m7_degrees", "degrees", "180 - 2\\theta", "\\boxed{180^\\circ - 2\\theta}", 1),
+    ("m7_degrees", "degrees", "60", "\\boxed{2 \\times 30^\\circ}", 1),
+    ("m7_degrees", "degrees", "\\frac{2\\pi}{3}", "\\boxed{120^\\circ}", 1),
+    ("m7_degrees", "degrees", "\\frac{2\\pi}{3}", "\\boxed{120}", 0),
+    ("m7_degrees", "degrees", "\\frac{2\\pi}{3}", "\\boxed{60^\\circ}", 0),
+    ("m7_degrees", "degrees", "75", "\\boxed{30^\\circ + 40^\\circ}", 0),
+    ("m7_degrees", "hedge", "75", "\\boxed{75^\\circ \\text{ or } 105^\\circ}", 0),
+    # 8. answers stated in a sentence in another language, a number after the answer
+    ("m8_sentence", "languages", "12", "Donc la réponse est 12, pour les 3 enfants.", 1),
+    ("m8_sentence", "languages", "12", "答：小明有12个苹果，比小红多3个。", 1),
+    ("m8_sentence", "languages", "12", "所以小明有12个苹果，比小红多3个。", 1),
+    ("m8_sentence", "languages", "12", "所以答案是12，共有3个人。", 1),
+    ("m8_sentence", "languages", "12", "The answer is 12 apples, shared by 3 children.", 1),
+    ("m8_sentence", "languages", "12", "Donc la réponse est 13, pour les 12 enfants.", 0),
+    ("m8_sentence", "languages", "12", "答：小明有13个苹果，比小红多12个。", 0),
+    ("m8_sentence", "languages", "12", "所以小明有3个苹果，比小红多12个。", 0),
+    ("m8_sentence", "hedge", "12", "La réponse est 12, ou peut-être 13.", 0),
+    ("m8_sentence", "hedge", "12", "答案是12或13，共3个人。", 0),
+    # 9. multiple choice: the option's text, letters ruled out, a real hedge
+    ("m9_choice", "choice", "C Cecile", "\\boxed{C}", 1),
+    ("m9_choice", "choice", "(C) Cecile", "The answer is C", 1),
+    ("m9_choice", "choice", "(C) Cecile", "\\boxed{Cecile}", 1),
+    ("m9_choice", "choice", "(C) Cecile", "The answer is (C) Cecile.", 1),
+    ("m9_choice", "choice", "B", "It's not A because the sum is odd. Therefore B.", 1),
+    ("m9_choice", "choice", "D", "D, it doesn't make sense for it to be A or B", 1),
+    ("m9_choice", "choice", "A", "\\boxed{A}, since B and D are wrong", 1),
+    ("m9_choice", "choice", "(C) Cecile", "\\boxed{B}", 0),
+    ("m9_choice", "choice", "(C) Cecile", "\\boxed{B Cecile}", 0),
+    ("m9_choice", "choice", "C Cecile", "\\boxed{Alina}", 0),
+    ("m9_choice", "choice", "A", "D, it doesn't make sense for it to be A or B", 0),
+    ("m9_choice", "hedge", "A", "The answer is A or B", 0),
+    ("m9_choice", "hedge", "B", "A or B, I'm not sure", 0),
+    # 10. deeper equivalence: powers and nested fractions, checked numerically at random points
+    ("m10_deep", "deep_equivalence", "\\frac{v_0}{r_0}\\frac{1}{(1+r/r_0)^{3/2}}",
+     "\\boxed{v_0 (r_0/(r+r_0))^{0.5}/(r+r_0)}", 1),
+    ("m10_deep", "deep_equivalence", "\\sqrt{\\frac{a}{b}}", "\\boxed{\\frac{\\sqrt{a}}{\\sqrt{b}}}", 1),
+    ("m10_deep", "deep_equivalence", "\\frac{1}{\\frac{1}{R_1} + \\frac{1}{R_2}}", "\\boxed{\\frac{R_1 R_2}{R_1 + R_2}}", 1),
+    ("m10_deep", "deep_equivalence", "\\frac{v_0}{r_0}\\frac{1}{(1+r/r_0)^{3/2}}",
+     "\\boxed{v_0 (r_0/(r+r_0))^{1.5}/(r+r_0)}", 0),
+    ("m10_deep", "deep_equivalence", "x", "\\boxed{|x|}", 0),
+    ("m10_deep", "deep_equivalence", "x", "\\boxed{\\sqrt{x^2}}", 0),
+    ("m10_deep", "deep_equivalence", "\\frac{R_1 R_2}{R_1 + R_2}", "\\boxed{\\frac{R_1 + R_2}{R_1 R_2}}", 0),
+    ("m10_deep", "hedge", "\\sqrt{\\frac{a}{b}}", "\\boxed{\\frac{\\sqrt{a}}{\\sqrt{b}} \\text{ or } \\frac{a}{b}}", 0),
+    ("m9_choice", "choice", "(B) 12", "\\boxed{12}", 1),
+    ("m9_choice", "choice", "(B) 12", "\\boxed{13}", 0),
+    ("m8_sentence", "languages", "12", "答えは12個で、3人に分けます。", 1),
+    ("m8_sentence", "languages", "12", "答えは3個で、12人に分けます。", 0),
+    ("m5_percent", "percent_units", "0.335", "\\boxed{33.5 \\text{ percentage}}", 1),
+    ("m1_matrix", "matrices", "\\begin{pmatrix} 3 \\\\ -1 \\end{pmatrix}", "\\boxed{(3, -1)}", 1),
+    ("m1_matrix", "matrices", "\\begin{pmatrix} 3 \\\\ -1 \\end{pmatrix}", "\\boxed{[3, -1, 0]}", 0),
+    ("m1_matrix", "matrices", "\\begin{pmatrix} 3 \\\\ -1 \\end{pmatrix}", "\\boxed{(-1, 3)}", 0),
+    ("m10_deep", "deep_equivalence", "\\frac{a_0}{b_0}\\frac{1}{(1+b/b_0)^{5/2}}",
+     "\\frac{a_0 \\cdot (\\frac{b_0}{b + b_0})^{1.5}}{(b + b_0)}", 1),  # bare LaTeX, no delimiters
+    ("m10_deep", "deep_equivalence", "\\frac{a_0}{b_0}\\frac{1}{(1+b/b_0)^{5/2}}",
+     "\\frac{a_0 \\cdot (\\frac{b_0}{b + b_0})^{0.5}}{(b + b_0)}", 0),
+]
+
+
 def _rows() -> list[dict]:
     rows: list[dict] = []
 
@@ -537,6 +663,8 @@ def _rows() -> list[dict]:
         add(SHAPES, "other_problem", cls, ref, BOXED[k % len(BOXED)].format(a=other[2][0]), 0)
     for test, cls, ref, resp, exp in KIND_CASES:  # appended last: earlier ids stay as they were
         add(KINDS, test, cls, ref, resp, exp)
+    for test, cls, ref, resp, exp in ISSUE48_CASES:  # issue 48: appended after issue 26's
+        add(ISSUE48, test, cls, ref, resp, exp)
     return rows
 
 

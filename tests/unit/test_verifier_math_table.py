@@ -133,11 +133,16 @@ def test_every_case_matches_its_label_or_is_a_documented_miss(verdicts):
     assert all(str(misses[case]["rlvr"]) == verdict for case, verdict in listed.items())
 
 
-def test_each_kind_of_issue_26_has_correct_incorrect_and_hedge_cases():
-    rows = [r for r in _rows() if r["source"].startswith("issue26 kinds")]
+@pytest.mark.parametrize("source, required", [
+    ("issue26 kinds", {"k1_reference", "k2_equation", "k3_approx", "k4_percent_units", "k5_languages",
+                       "k6_choice", "k7_forms", "k8_identities"}),
+    ("issue48 kinds", {"m1_matrix", "m2_plain", "m3_mixed", "m4_time", "m5_percent", "m6_function",
+                       "m7_degrees", "m8_sentence", "m9_choice", "m10_deep"}),
+])
+def test_each_kind_has_correct_incorrect_and_hedge_cases(source, required):
+    rows = [r for r in _rows() if r["source"].startswith(source)]
     kinds = {r["test"] for r in rows}
-    assert {"k1_reference", "k2_equation", "k3_approx", "k4_percent_units", "k5_languages",
-            "k6_choice", "k7_forms", "k8_identities"} <= kinds
+    assert required <= kinds
     for kind in kinds - {"empty_box"}:
         mine = [r for r in rows if r["test"] == kind]
         assert {r["expected"] for r in mine if r["class"] != "hedge"} == {0, 1}, kind

@@ -13,7 +13,10 @@
   math-verify, the approximation is not read: only the exact value can earn the reward, so writing
   a second value after `\\approx` gains nothing); `x \\approx 11` → `x = 11`;
 - `chosen_options`: the option letters a multiple-choice answer picks, those it rules out
-  ("D, it can't be A or B", "B。不是 A", "C non A") left out.
+  ("D, it can't be A or B", "D, it doesn't make sense for it to be A", "B and D are wrong", "B。不是 A",
+  "C non A") left out; `option_parts`: an option reference's letter and text (`C Cecile`);
+- `python_form`: an answer in plain-text syntax (`-1 + sqrt(3)`) as LaTeX, as references are read;
+- `named_sides`: `y = 2x + 3` against `f(x) = 2x + 3` → the two right sides (issue 48).
 
 Nothing here decides equality.
 """
@@ -25,7 +28,8 @@ from typing import Callable
 
 _FUNCS = "sqrt|sin|cos|tan|cot|sec|csc|arcsin|arccos|arctan|log|ln|exp|pi"
 _PY_HINT = re.compile(rf"(?<=[\w)])\*\*|\^\s*\(|(?<![\\A-Za-z])(?:{_FUNCS})(?![A-Za-z])|\d\s*\*\s*[A-Za-z(]")
-_OPTION_TEXT = re.compile(r"\(?([A-E])\)\s+\S.*|([A-E])[.:]\s+\S.*", re.DOTALL)
+# An option with its text: `(C) Cecile`, `C) Cecile`, `C. Cecile`, `C: Cecile`, `C Cecile`.
+_OPTION_TEXT = re.compile(r"(?:\(?([A-E])\)|([A-E])[.:]|([A-E])(?=\s+[A-Z0-9$\\]))\s+(\S.*)", re.DOTALL)
 _SENTENCE = re.compile(r"(?:[A-Za-z]{2,}\W+){2,}")
 
 
@@ -77,8 +81,8 @@ def reference_form(ref: str, stated: Callable[[str], list[str]] | None = None) -
     """The reference as the verifier compares it (see the module docstring). `stated` reads the
     answer a sentence states (the extraction of `extract`), passed in to keep layers flat."""
     s = re.sub(r"(?<=\d),\\!\s*(?=\d{3}(?!\d))", "", ref.strip())
-    if m := _OPTION_TEXT.fullmatch(s):
-        return f"({m.group(1) or m.group(2)})"
+    if option := option_parts(s):
+        return f"({option[0]})"
     sentence = _SENTENCE.match(s) or re.match(r"(?:final\s+)?answer\s*[:=]", s, re.IGNORECASE)
     if stated is not None and sentence and re.search(r"[\d\\$]", s):
         found = stated(s)
@@ -91,6 +95,45 @@ def reference_form(ref: str, stated: Callable[[str], list[str]] | None = None) -
             and not re.fullmatch(r"[A-Za-z](?:_\{?\w+\}?)?", sides[0]):
         s = f"{sides[1]} = {sides[0]}"  # `2=x` states x = 2
     return s
+
+
+def option_parts(ref: str) -> tuple[str, str] | None:
+    """(letter, option text) of a reference naming an option with its text (`(C) Cecile`), or None."""
+    m = _OPTION_TEXT.fullmatch(ref.strip())
+    return (m.group(1) or m.group(2) or m.group(3), m.group(4).strip()) if m else None
+
+
+def python_form(answer: str) -> str:
+    """An answer in plain-text or Python syntax (`-1 + sqrt(3)`, `2*x`, `x**2`) as LaTeX; an answer
+    with any LaTeX command is left as written."""
+    return _python_to_latex(answer) if "\\" not in answer and _PY_HINT.search(answer) else answer
+
+
+_NAMED = re.compile(r"([A-Za-z](?:_\{?\w+\}?)?)(?:\(\s*([A-Za-z])\s*\))?")
+
+
+def named_sides(answer: str, reference: str) -> tuple[str, str]:
+    """`y = 2x + 3` against `f(x) = 2x + 3`: the right sides, when each left side is one name and
+    one of them is a function of a variable (the other side's name is then only a label); two
+    plain names (`x = 3` vs `y = 3`) or two functions (`f(x)` vs `g(x)`) are left as they are."""
+    a, r = _sides(answer), _sides(reference)
+    if len(a) != 2 or len(r) != 2 or not all(a + r):
+        return answer, reference
+    ma, mr = _NAMED.fullmatch(a[0]), _NAMED.fullmatch(r[0])
+    if not ma or not mr or a[0].replace(" ", "") == r[0].replace(" ", ""):
+        return answer, reference
+    if bool(ma.group(2)) == bool(mr.group(2)):
+        return answer, reference
+    if _mentions(a[1], r[0]) or _mentions(r[1], a[0]):  # `y = f(y)` vs `f(y) = y`: one equation
+        return answer, reference
+    if (ma.group(2) or mr.group(2)) in (ma.group(1), mr.group(1)):  # `x = 3` is no `f(x) = 3`
+        return answer, reference
+    return a[1], r[1]
+
+
+def _mentions(side: str, name: str) -> bool:
+    pattern = rf"(?<![A-Za-z\\]){re.escape(name.replace(' ', ''))}(?![A-Za-z_])"
+    return bool(re.search(pattern, side.replace(" ", "")))
 
 
 def _has_variable(s: str) -> bool:
@@ -130,7 +173,8 @@ def split_approx(answer: str) -> str:
 
 
 _NEGATION = re.compile(
-    r"(?:(?<![A-Za-z])(?:not|never|isn'?t|is\s+not|can'?t(?:\s+be)?|cannot(?:\s+be)?|can\s+not|"
+    r"(?:(?<![A-Za-z])(?:not|never|[A-Za-z]+n['’]?t(?:\s+be)?|is\s+not|cannot(?:\s+be)?|can\s+not|"
+    r"rule[sd]?\s+out|eliminat\w*|"
     r"rather\s+than|instead\s+of|excluding|except|non|pas|ni|nicht|no\s+es)(?![A-Za-z])"
     r"|不是|而非|并非|非|排除)", re.IGNORECASE)
 _CLAUSE_END = re.compile(r"[.;!?。；！？\n]|,(?=\s*(?:so|but|and|thus|hence|donc|mais)\b)")
@@ -139,12 +183,20 @@ _ARTICLE = re.compile(r"A\s+(?!(?:is|was|and|or|since|because|as|being|it)(?![A-
 _LETTER = re.compile(r"(?<![A-Za-z\\])\(?([A-E])\)?(?![A-Za-z])")
 
 
+# Letters ruled out by what follows them: "B is wrong", "A and C are impossible", "(D) is incorrect".
+_RULED_OUT_AFTER = re.compile(
+    r"(?<![A-Za-z\\])\(?[A-E]\)?(?:\s*(?:,|and|or|&)\s*\(?[A-E]\)?)*\s+(?:is|are)\s+(?:also\s+)?"
+    r"(?:wrong|incorrect|impossible|false|ruled\s+out|eliminated|excluded)(?![A-Za-z])")
+
+
 def chosen_options(text: str, always: bool = False) -> list[str] | None:
     """The distinct option letters `text` picks, in order, with the letters a negation rules out
     (up to the end of its clause) left out; None when `text` holds no negation (nothing to do),
     unless `always` (a closing line read for its letters: "The correct choice is B.")."""
-    if not always and not _NEGATION.search(text):
+    ruled_out = _RULED_OUT_AFTER.sub(" ", text)
+    if not always and ruled_out == text and not _NEGATION.search(text):
         return None
+    text = ruled_out
     keep, i = [], 0
     for m in _NEGATION.finditer(text):
         keep.append(text[i:m.start()])

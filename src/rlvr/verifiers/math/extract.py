@@ -25,7 +25,8 @@ import re
 
 from rlvr.verifiers.math.latex import (_CONNECTIVE, _DELIMS, _TEXT_CMD, _match_brace,  # noqa: F401
                                        box_spans, boxed_contents, strip_delimiters)
-from rlvr.verifiers.math.prose import MATH, closing_sentence, last_box_run, math_bodies, sentence_items
+from rlvr.verifiers.math.prose import (MATH, closing_sentence, first_clause, last_box_run, math_bodies,
+                                      sentence_items)
 
 POLICIES = ("auto", "boxed", "answer_tag", "phrase", "whole")
 _WHOLE_MAX_CHARS = 300      # a "whole response" answer longer than this is prose, not an answer
@@ -34,7 +35,7 @@ _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 # The answer phrase in English, French, Spanish, German and Chinese ("la réponse est", "答案是").
 _PHRASE = re.compile(r"(?:final\s+answer|answer|r[ée]ponse(?:\s+finale)?|respuesta|antwort)\s*"
                      r"(?:(?:is|ist|est|es)(?![A-Za-z])|:|=)\s*:?\s*|^[ \t]*####[ \t]*"
-                     r"|答案\s*(?:是|为|為|[:：])\s*|(?:故|应|答案)选\s*[:：]?\s*|答え\s*(?:は|[:：])\s*"
+                     r"|答案\s*(?:是|为|為|[:：])\s*|(?<![\u4e00-\u9fff])答\s*[:：]\s*|(?:故|应|答案)选\s*[:：]?\s*|答え\s*(?:は|[:：])\s*"
                      r"|ответ\s*[:：]\s*|antwort\s+lautet\s*:?\s*",
                      re.IGNORECASE | re.MULTILINE)
 
@@ -115,7 +116,7 @@ def extract_candidates(text: str, policy: str = "auto") -> tuple[list[str], str]
         if found and name == "boxed" and (hedged or _hedge_after_box(region)):
             found.append(_HEDGE_MARK)
         if found and name == "phrase" and policy == "auto" and _is_prose(found[0]):
-            found = sentence_items(found[0])
+            found = sentence_items(first_clause(found[0]))
         if found:
             return found, name
     if policy == "auto":
@@ -125,15 +126,24 @@ def extract_candidates(text: str, policy: str = "auto") -> tuple[list[str], str]
         found = _whole_candidates(region, _AUTO_WHOLE_MAX_CHARS, bare_only=True)
         if found:
             return found, "whole"
-        return sentence_items(closing_sentence(region)), "sentence"
+        return sentence_items(_after_conclusion(closing_sentence(region))), "sentence"
     return [], policy
+
+
+_PLAIN_EXPRESSION = re.compile(
+    r"(?:\s*(?:(?<![A-Za-z])[A-Za-z](?![A-Za-z])|\d+(?:\.\d+)?|sqrt|[-+*/^()=]))+\s*")
 
 
 def _looks_bare(answer: str) -> bool:
     """A short string (at most five tokens) with a digit or LaTeX, one sentence, and at most one
-    word outside math and LaTeX is a bare answer: `x = 3`, `18 dollars`, `$3$ and $4$`. Prose
+    word outside math and LaTeX is a bare answer: `x = 3`, `18 dollars`, `$3$ and $4$`; so is an
+    expression of one-letter names (`x + x`) or LaTeX with no word at all, however long. Prose
     (`The sum is 10.`, `First $x=2$. The sum is 10.`) is read by its closing sentence instead."""
 
+    if _PLAIN_EXPRESSION.fullmatch(answer) and re.search(r"[-+*/^=]", answer):
+        return True  # `x + x`, `2*a - b`: one-letter names and operators, no words
+    if answer.lstrip().startswith("\\") and not re.search(r"[A-Za-z]{2,}", _LATEX_CMD.sub(" ", answer)):
+        return True  # LaTeX without delimiters and no word: `\frac{a_0 \cdot (b_0)^{1.5}}{b + b_0}`
     if len(answer) > 3 and not re.search(r"[\d\\]", answer) or len(answer.split()) > 5:
         return False
     outside = MATH.sub(" ", answer)
@@ -255,10 +265,26 @@ def _hedge_after_box(region: str) -> bool:
     return bool(re.match(r"\(?\s*(?:\\text\{\s*)?(?:or|either|maybe|possibly|perhaps)\b", tail, re.I))
 
 
+# Words that conclude in French and Chinese ("donc", "所以", "因此"): in a closing sentence without an
+# answer phrase, the clause they open states the answer, as "la réponse est" would.
+_CONCLUSION = re.compile(r"(?<![A-Za-z])(?:donc|ainsi|alors)(?![A-Za-z])|所以|因此|故(?!选)", re.IGNORECASE)
+
+
+def _after_conclusion(sentence: str) -> str:
+    marks = list(_CONCLUSION.finditer(sentence))
+    if not marks:
+        return sentence
+    return first_clause(re.sub(r"^[\s,，:：]+", "", sentence[marks[-1].end():])) or sentence
+
+
+_CJK_WORDS = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]{2,}")  # words of a script without spaces
+
+
 def _is_prose(candidate: str) -> bool:
     """A phrase candidate that is a sentence (`The largest $n$ is 34`), not a bare answer."""
     outside = re.sub(r"\$[^$]*\$|\\\(.*?\\\)|\\\[.*?\\\]|\\(?:begin|end)\{\w*\}", " ", candidate)
-    return len(_WORD.findall(_LATEX_CMD.sub(" ", outside))) >= 2 and bool(re.search(r"[\d$\\]", candidate))
+    words = len(_WORD.findall(_LATEX_CMD.sub(" ", outside))) >= 2 or re.search(_CJK_WORDS, outside)
+    return bool(words) and bool(re.search(r"[\d$\\]", candidate))
 
 
 def _single_math_block(region: str) -> str:

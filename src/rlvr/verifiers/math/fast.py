@@ -2,8 +2,9 @@
 
 `normalize` turns an answer string into a canonical text (spacing, `\\left`/`\\right`, `\\dfrac`,
 currency signs, trailing units, thousands separators). `to_number` reads plain integers, decimals,
-`a/b`, `\\frac{a}{b}`, percentages, scientific notation and simple LaTeX numbers as an exact
-`Fraction`, and `to_structure` reads sets, intervals, tuples and bare lists of such numbers.
+`a/b`, `\\frac{a}{b}`, mixed numbers (`1 1/2`), percentages, scientific notation and simple LaTeX numbers
+as an exact `Fraction`, and `to_structure` reads sets, intervals, tuples and bare lists of such
+numbers; `to_time` reads clock times and `to_matrix` matrices (issue 48).
 `fast_equal` decides equality when both sides are plain numbers and returns None
 otherwise, so that only genuinely symbolic answers go to the worker processes.
 
@@ -33,8 +34,9 @@ _UNITS = (
 _TRAILING_UNIT = re.compile(rf"(?<=[\d}}.])\s*(?:\\,|\\ |~)?\s*(?:{_UNITS})(?:\^\{{?[23]\}}?|²|³)?\.?$",
                             re.IGNORECASE)
 # Percent written as a word or in text (`33.5 percent`, `33.5 pct`, `\frac12\text{ percent}`) is `%`.
-_PERCENT_WORD = re.compile(r"\s*(?:\\(?:text|mbox|mathrm)\s*\{\s*(?:percent|pct|\\?%)\s*\}|(?<![A-Za-z])"
-                           r"(?:percent|per\s*cent|pct)\.?)\s*$", re.IGNORECASE)
+_PERCENT_WORD = re.compile(r"\s*(?:\\(?:text|mbox|mathrm)\s*\{\s*(?:percentage|percent|pct|\\?%)\s*\}"
+                           r"|(?<![A-Za-z])(?:percentage(?:\s+points?)?|percent|per\s*cent|pct)\.?)\s*$",
+                           re.IGNORECASE)
 _TEXT_WRAP = re.compile(r"\\(?:text|textbf|mathrm|mathbf|mbox|textnormal|operatorname)\s*\{([^{}]*)\}")
 _TRAILING_TEXT = re.compile(r"(?<=[\d}.])\s*\\(?:text|mbox|mathrm)\s*\{\s*[A-Za-z][A-Za-z .²³/^-]*\}$")
 _TRAILING_WORDS = re.compile(r"(?<=[\d.])\s+[A-Za-z]{3,}(?:\s+[A-Za-z]{3,}){0,2}\.?$")  # "18 stickers"
@@ -44,6 +46,9 @@ _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
 _FRAC = re.compile(r"([+-]?)\\[dt]?frac"
                    r"\s*(?:\{\s*([+-]?\d+)\s*\}|(\d))\s*(?:\{\s*([+-]?\d+)\s*\}|(\d))")
 _SLASH = re.compile(r"([+-]?\d+)\s*/\s*([+-]?\d+)")
+# A mixed number: a whole number, a space (or nothing before `\frac`) and a proper fraction.
+_MIXED = re.compile(r"([+-]?)(\d+)(?:\s+(\d+)\s*/\s*(\d+)"
+                    r"|\s*\\[dt]?frac\s*\{\s*(\d+)\s*\}\s*\{\s*(\d+)\s*\})")
 _SCI = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*(?:\\times|\\cdot|\*|x)"
                   r"\s*10\s*\^\s*\{?\s*([+-]?\d{1,3})\s*\}?")
 _E_NOTATION = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+))[eE]([+-]?\d{1,3})")
@@ -76,6 +81,11 @@ def normalize(answer: str) -> str:
     s = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", s)
     s = re.sub(r"\s+", " ", s).strip()
     return re.sub(r"^([+-])\s+", r"\1", s)
+
+
+def is_degrees(answer: str) -> bool:
+    """Whether the answer carries a degree sign (`120^\\circ`, `120°`, `120\\degree`)."""
+    return bool(_DEGREES.search(answer))
 
 
 def _strip_decorations(s: str) -> str:
@@ -126,6 +136,11 @@ def _read_value(s: str) -> tuple[Fraction, bool] | None:
         return Fraction(m.group(1)) * Fraction(10) ** int(m.group(2)), True
     if m := _REPEATING.fullmatch(s):
         return _repeating(*m.groups()), False
+    if m := _MIXED.fullmatch(s):
+        num, den = int(m.group(3) or m.group(5)), int(m.group(4) or m.group(6))
+        if 0 < num < den:  # `1 1/2` is 3/2; `2 3/2` is no mixed number (read by sympy as 2·3/2)
+            value = int(m.group(2)) + Fraction(num, den)
+            return (-value if m.group(1) == "-" else value), False
     return None
 
 
@@ -244,11 +259,92 @@ def fast_equal(pred: str, ref: str) -> bool | None:
     p, r = to_number(pred), to_number(ref)
     if p is not None and r is not None:
         return numbers_equal(p, r)
+    shaped = _times_or_matrices_equal(pred, ref)
+    if shaped is not None:
+        return shaped
     if p is None and r is None and "," in pred_n and "," in ref_n:
         ps, rs = to_structure(pred), to_structure(ref)
         if ps is not None and rs is not None:
             return structures_equal(ps, rs)
     return None
+
+
+# A clock time: `20:34`, `20:34:00`, `8:34 pm`, `08:34 \text{P.M.}` (two-digit minutes; `3:4` is a ratio).
+_TIME = re.compile(r"(\d{1,2}):(\d{2})(?::(\d{2}))?\s*(?:([AaPp])\.?\s*[Mm]\.?)?")
+
+
+def to_time(answer: str) -> int | None:
+    """A clock time as seconds after midnight (12-hour times with am/pm read as 24-hour), or None."""
+    s = re.sub(r"\\(?:text|mathrm|mbox|textnormal)\s*\{([^{}]*)\}", r"\1", answer)
+    s = re.sub(r"\\[,;! ]|~", " ", s).strip().rstrip(".").strip()
+    m = _TIME.fullmatch(s)
+    if not m:
+        return None
+    hour, minute, second = int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+    if minute > 59 or second > 59 or hour > (12 if m.group(4) else 24):
+        return None
+    if m.group(4):  # 12 am is midnight, 12 pm noon
+        hour = hour % 12 + (12 if m.group(4).lower() == "p" else 0)
+    return (hour * 3600 + minute * 60 + second) % 86400
+
+
+_MATRIX = re.compile(r"\\begin\{([pbBvV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}", re.DOTALL)
+
+
+def to_matrix(answer: str) -> tuple[tuple[str, ...], ...] | None:
+    """A matrix or vector (`pmatrix`, `bmatrix`, `matrix`, `vmatrix`, `array`: one notation) as
+    its rows of entry strings, or None. Nested environments are not read."""
+    m = _MATRIX.fullmatch(normalize(answer).strip("[]() "))
+    if not m or "\\begin" in m.group(2):
+        return None
+    rows = [r for r in re.split(r"\\\\(?:\[[^\]]*\])?", m.group(2)) if r.strip()]
+    table = tuple(tuple(e.strip() for e in row.split("&")) for row in rows)
+    return table if table and all(table) and all(all(row) for row in table) else None
+
+
+def matrices_equal(pred: str, ref: str) -> bool | None:
+    """Two matrices: another shape is False; entries that are all plain numbers compare exactly
+    here; symbolic entries leave the verdict to the entry-wise symbolic check (None)."""
+    a, b = to_matrix(pred), to_matrix(ref)
+    if a is None or b is None:
+        return None
+    if [len(r) for r in a] != [len(r) for r in b]:
+        return False
+    pairs = [(x, y) for ra, rb in zip(a, b) for x, y in zip(ra, rb)]
+    numbers = [(to_number(x), to_number(y)) for x, y in pairs]
+    if any(x is not None and y is not None and not numbers_equal(x, y) for x, y in numbers):
+        return False
+    return True if all(x is not None and y is not None for x, y in numbers) else None
+
+
+def _times_or_matrices_equal(pred: str, ref: str) -> bool | None:
+    """Two clock times, or two matrices; None when the answers are not both one of these. Read
+    from the answers as written: normalising drops the `\\text{P.M.}` a time depends on."""
+    times = to_time(pred), to_time(ref)
+    if times[0] is not None and times[1] is not None:
+        return times[0] == times[1]
+    if "\\begin" in pred and "\\begin" in ref:
+        return matrices_equal(pred, ref)
+    if ("\\begin" in pred) != ("\\begin" in ref):
+        return _vector_vs_list(*((pred, ref) if "\\begin" in pred else (ref, pred)))
+    return None
+
+
+def _vector_vs_list(vector: str, listed: str) -> bool | None:
+    """A one-row or one-column matrix against the same entries written as a list (`[0.5, 1]`,
+    `(0.5, 1)`): the same vector when every entry is a plain number and equal in order."""
+    table, s = to_matrix(vector), normalize(listed)
+    if table is None or not (len(table) == 1 or all(len(row) == 1 for row in table)):
+        return None
+    if s[:1] not in "([" or s[-1:] not in ")]" or any(c in s[1:-1] for c in "()[]{}"):
+        return None
+    entries, items = [e for row in table for e in row], s[1:-1].split(",")
+    if len(entries) != len(items):
+        return False
+    numbers = [(to_number(x), to_number(y)) for x, y in zip(entries, items)]
+    if any(x is None or y is None for x, y in numbers):
+        return None
+    return all(numbers_equal(y, x) for x, y in numbers)  # type: ignore[arg-type]
 
 
 _ASSIGNMENT = re.compile(r"([A-Za-z])\s*=\s*([^=<>]+)")

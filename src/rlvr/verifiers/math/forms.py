@@ -12,6 +12,7 @@ and math-verify see what a human grader would read (issue 17):
 - `as_interval`:   "-2 < x \\le 5" → "(-2, 5]";
 - `drop_remark`:   "7 \\text{ (since } 2+5=7)" → "7": an explanation, not a second value (a remark
                    with a hedge word, "5 (or 6)", "5 (possibly 6)", is kept and stays a hedge);
+- `matrix_form`:   `bmatrix`, `matrix`, `vmatrix`, `array` → `pmatrix`;
 - `one_value`:     against a one-value reference, "2 \\pmod{7}" → "2" and, where the reference is an
                    option letter, "\\textbf{(B) } 12" → "(B)".
 
@@ -80,6 +81,16 @@ def last_side(answer: str, reference: str) -> str:
         return answer
     lhs = sides[0]
     return f"{lhs} = {sides[-1]}" if _LONE_VAR.fullmatch(lhs) else sides[-1]
+
+
+_ENVIRONMENT = re.compile(r"\\(begin|end)\{(?:[pbBvV]?matrix|array)\}(?:(?<=n\{array\})\{[lcr| ]*\})?")
+
+
+def matrix_form(answer: str) -> str:
+    """Every matrix environment (`bmatrix`, `matrix`, `vmatrix`, `array`) as `pmatrix`: one
+    notation for the same matrix, read as a matrix (a `vmatrix` answer names the matrix, not its
+    determinant, as graders read it)."""
+    return _ENVIRONMENT.sub(r"\\\1{pmatrix}", answer) if "\\begin" in answer else answer
 
 
 def text_key(answer: str) -> str | None:
@@ -167,8 +178,8 @@ def drop_remark(answer: str) -> str:
 
 _MODULUS = re.compile(r"\s*(?:\\pmod\s*\{?\s*\w+\s*\}?|\(\s*\\b?mod\s*\{?\s*\w+\s*\}?\s*\))\s*$")
 # An option label with its text: `(B) 12`, `\\textbf{(B) } 12`, `B) 12`, `B. Alina`, `B: Alina`.
-_OPTION = re.compile(r"(?:\\text(?:bf)?\s*\{\s*)?(?:\(([A-Ea-e])\)|([A-Ea-e])[).:](?=\s))\s*\}?(.*)",
-                     re.DOTALL)
+_OPTION = re.compile(r"(?:\\text(?:bf)?\s*\{\s*)?(?:\(([A-Ea-e])\)|([A-Ea-e])[).:](?=\s)|([A-E])(?=\s+[A-Z]))"
+                     r"\s*\}?(.*)", re.DOTALL)  # `B Cecile` too: a capital letter, then the option's text
 
 
 def one_value(answer: str, reference: str) -> str:
@@ -180,6 +191,6 @@ def one_value(answer: str, reference: str) -> str:
         answer = _MODULUS.sub("", answer) or answer
     ref_word = text_key(reference)
     option = _OPTION.fullmatch(answer.strip())
-    if ref_word and len(ref_word) == 1 and option and not re.search(r"\([A-Ea-e]\)", option.group(3)):
-        return f"({option.group(1) or option.group(2)})"
+    if ref_word and len(ref_word) == 1 and option and not re.search(r"\([A-Ea-e]\)", option.group(4)):
+        return f"({option.group(1) or option.group(2) or option.group(3)})"
     return answer

@@ -1,9 +1,10 @@
 """Reading a final answer out of running text: runs of boxes and the closing sentence (issue 17).
 
-- `MATH` finds inline and display math. A closing `$` never stands before a digit, math that starts
-  with a number ends after a non-space (after pandoc's rule, which currency amounts break), and
-  `\\$` is an escaped dollar, so "He spent $20 on lunch and $15 on dinner" holds no math, while
-  `$\\$18$` holds `\\$18` and `$ \\frac{1}{2} $` holds `\\frac{1}{2}`.
+- `MATH` finds inline and display math, and a matrix environment written without delimiters. A
+  closing `$` never stands before a digit, math that starts with a number ends after a non-space
+  (after pandoc's rule, which currency amounts break), and `\\$` is an escaped dollar, so "He
+  spent $20 on lunch and $15 on dinner" holds no math, while `$\\$18$` holds `\\$18`
+  and `$ \\frac{1}{2} $` holds `\\frac{1}{2}`.
 - `last_box_run`: of several boxes, the final answer is the last run of boxes joined only by
   separators (`\\boxed{2} and \\boxed{3}`, `$x=\\boxed{2}$, $y=\\boxed{3}$`); a box that prose
   separates from the run is working (`$x = \\boxed{4}$, so $x^2 = \\boxed{16}$`), as in
@@ -25,8 +26,11 @@ from rlvr.verifiers.math.latex import _CONNECTIVE, _TEXT_CMD, box_spans, strip_d
 MATH = re.compile(
     r"\$\$(.+?)\$\$"
     r"|(?<![\\$])\$(?!\$)(?:(?=\s*\d)((?:\\.|[^$\\])+?)(?<!\s)|(?!\s*\d)((?:\\.|[^$\\])+?))\$(?!\d)"
-    r"|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
-_NUM = re.compile(r"(?<![A-Za-z0-9_.^])-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?(?:\s*%)?")
+    r"|\\\((.+?)\\\)|\\\[(.+?)\\\]"
+    r"|(\\begin\{([pbBvV]?matrix|array|cases)\}.*?\\end\{\7\})", re.DOTALL)
+# A number in prose: a clock time (`8:34 pm`), a mixed number (`1 1/2`), a fraction, a percentage.
+_NUM = re.compile(r"(?<![A-Za-z0-9_.^:])-?(?:\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]\.?m\.?(?![A-Za-z]))?(?![\d:])"
+                  r"|\d+\s+\d+\s*/\s*\d+|\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?(?:\s*%)?)", re.IGNORECASE)
 _OPTION = re.compile(r"(?<![\w\\])\(([A-E])\)(?!\w)")  # "The correct option is (B)."
 _CURRENCY = re.compile(r"(?:US)?\\?\$(?=\s?\d)")
 # What may stand between two boxes of one answer: spacing, math delimiters, commas, "and", and
@@ -84,18 +88,51 @@ def closing_sentence(region: str) -> str:
     """The last sentence of the region that holds a number, math or an option label `(B)`
     (trailing remarks such as "I hope it is correct." or a stray chat token are skipped). Math
     stays whole; a dollar sign before a number outside math is currency and reads as "USD"."""
+    masked, maths = _hold_math(region[-4000:])
+    held = _CURRENCY.sub("USD ", masked)
+    sentences = re.split(r"(?<=[.!?])\s+|(?<=[。！？])|\n+", held)
+    for sentence in reversed(sentences):
+        if re.search(r"\x00|\d", sentence) or _OPTION.search(sentence):
+            return _restore_math(sentence, maths)
+    return ""
+
+
+def _hold_math(text: str) -> tuple[str, list[str]]:
+    """`text` with each math span replaced by a placeholder, and the spans."""
     maths: list[str] = []
 
     def hold(m: re.Match) -> str:
         maths.append(m.group(0))
         return f"\x00{len(maths) - 1}\x00"
 
-    held = _CURRENCY.sub("USD ", MATH.sub(hold, region[-4000:]))
-    sentences = re.split(r"(?<=[.!?])\s+|(?<=[。！？])|\n+", held)
-    for sentence in reversed(sentences):
-        if re.search(r"\x00|\d", sentence) or _OPTION.search(sentence):
-            return re.sub(r"\x00(\d+)\x00", lambda m: maths[int(m.group(1))], sentence)
-    return ""
+    return MATH.sub(hold, text), maths
+
+
+def _restore_math(text: str, maths: list[str]) -> str:
+    return re.sub(r"\x00(\d+)\x00", lambda m: maths[int(m.group(1))], text)
+
+
+# A clause ends at a comma or semicolon followed by a word that is no connective ("12, pour les 3
+# enfants"), or at a CJK comma (`，`, `、`, "有12个苹果，比小红多3个"); `$x=3$, $y=4$` and "3, and 4"
+# are one clause.
+_CLAUSE = re.compile(r"\s*(?:[,;]\s*(?=[^\W\d_])(?!(?:and|or|et|ou|und|oder|y|o)(?![A-Za-z]))|[，；、]\s*)",
+                     re.IGNORECASE)
+
+
+def first_clause(sentence: str) -> str:
+    """The first clause of a sentence that states the answer after its marker ("la réponse est 12,
+    pour les 3 enfants" → "la réponse est 12"): the value named first is the answer, later numbers
+    explain it. A sentence that holds a connective anywhere ("12, or maybe 13") is kept whole,
+    so a hedge stays a hedge; a clause without a value is skipped."""
+    plain = _TEXT_CMD.sub(r" \1 ", MATH.sub(" ", sentence))
+    if _CONNECTIVE.search(plain) or _CONDITIONAL.search(plain):
+        return sentence
+    masked, held = _hold_math(sentence)
+    for clause in _CLAUSE.split(masked):
+        clause = _restore_math(clause, held)
+        if sentence_items(clause):
+            return clause
+    return sentence
 
 
 def sentence_items(sentence: str) -> list[str]:

@@ -3,13 +3,16 @@
 These functions may take unbounded time on hostile input (`9^{9^{9^{9}}}`); they are only called in
 `workers.py` processes, which are killed when they overrun. math-verify's own signal timeouts are
 switched off here because the kill is the timeout. Beyond math-verify, a numeric equation with no
-variables (`3 = 4`) counts as a claim that is false, never as its right-hand side.
+variables (`3 = 4`) counts as a claim that is false, never as its right-hand side, and two forms
+of one expression that math-verify does not meet are compared at random points (`_same_at_points`).
 """
 
 from __future__ import annotations
 
 import logging
+import random
 import re
+import zlib
 from functools import lru_cache
 
 logging.getLogger("math_verify").setLevel(logging.CRITICAL)
@@ -62,7 +65,7 @@ def symbolic_equal(pred: str, reference: str) -> bool:
     constant = not re.search(r"[A-Za-z]", re.sub(r"\\[A-Za-z]+", "", reference))
     if _TRIG.search(pred + reference) or _UNIT.search(reference) or (constant and _UNIT.search(pred)):
         return _identity(pred, reference)
-    return False
+    return _same_at_points(pred, reference)
 
 
 _TRIG = re.compile(r"\\(?:sin|cos|tan|cot|sec|csc)(?![A-Za-z])")
@@ -115,3 +118,50 @@ def numeric_value(reference: str) -> tuple | None:
         return None
     value = expr.evalf(40)
     return ("real", str(value)) if value.is_Float else None
+
+
+_POINTS = 6             # random points where both sides must be real and agree
+_SIGNED_POINTS = 6      # points of either sign: where both sides are real there, they must agree
+_TOLERANCE = 1e-12      # relative, on 30-digit evaluations of float points
+
+
+def _same_at_points(pred: str, reference: str) -> bool:
+    """Two forms of one closed expression that math-verify's simplification does not meet
+    (`v_0 (r_0/(r+r_0))^{0.5}/(r+r_0)` vs `\\frac{v_0}{r_0}\\frac{1}{(1+r/r_0)^{3/2}}`): equal when
+    both are real and agree to `_TOLERANCE` at `_POINTS` random points with positive variables (the
+    domain a closed form of lengths, speeds and counts is written for), and disagree at no point
+    of mixed signs where both are real (so `|x|` is not `x`, nor `\\sqrt{x^2}`). Single expressions
+    with variables only, the answer's variables among the reference's; the points are seeded by
+    the pair, so a verdict is reproducible."""
+    from sympy import Expr
+
+    gold = [x for x in _parse(reference) if isinstance(x, Expr)]
+    target = [x for x in _parse(pred) if isinstance(x, Expr)]
+    if len(gold) != 1 or len(target) != 1 or gold[0].is_Relational or target[0].is_Relational:
+        return False
+    a, b = gold[0], target[0]
+    names = sorted(a.free_symbols, key=str)
+    if not names or not b.free_symbols <= a.free_symbols:
+        return False
+    rng = random.Random(zlib.crc32(f"{pred}\x00{reference}".encode()))
+    for k in range(_POINTS + _SIGNED_POINTS):
+        sign = (lambda: 1) if k < _POINTS else (lambda: rng.choice((-1, 1)))
+        point = {x: sign() * rng.uniform(0.3, 3.7) for x in names}
+        agree = _agree(a, b, point)
+        if agree is False or (agree is None and k < _POINTS):
+            return False
+    return True
+
+
+def _agree(a, b, point: dict) -> bool | None:
+    """Whether a and b agree at `point`; None when either is not a finite real number there."""
+    try:
+        va, vb = complex(a.evalf(30, subs=point)), complex(b.evalf(30, subs=point))
+    except (TypeError, ValueError, ZeroDivisionError, OverflowError):
+        return None
+    scale = max(1.0, abs(va))
+    if abs(va.imag) > _TOLERANCE * scale or abs(vb.imag) > _TOLERANCE * scale or va != va or vb != vb:
+        return None
+    if abs(va) == float("inf") or abs(vb) == float("inf"):
+        return None
+    return abs(va.real - vb.real) <= _TOLERANCE * scale

@@ -34,17 +34,19 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
 from rlvr.types import Problem, Score
-from rlvr.verifiers.math.claims import chosen_options, equation_claim, reference_form, split_approx
+from rlvr.verifiers.math.claims import (chosen_options, equation_claim, named_sides, option_parts,
+                                        python_form, reference_form, split_approx)
 from rlvr.verifiers.math.extract import (POLICIES, boxed_contents, extract_candidates, final_region,
                                          is_hedge, split_parts)
 from rlvr.verifiers.math.forms import (as_interval, as_list, decimal_comma, drop_remark, expand_pm,
-                                       one_value, text_key)
-from rlvr.verifiers.math.fast import (Number, fast_equal, normalize, number_vs_shape,
+                                       matrix_form, one_value, text_key)
+from rlvr.verifiers.math.fast import (Number, fast_equal, is_degrees, normalize, number_vs_shape,
                                       numbers_equal, same_when_rounded, to_number)
 from rlvr.verifiers.workers import WorkerPool
 
 _SYMBOLIC = "rlvr.verifiers.math.symbolic"
 _MAX_CANDIDATES = 20
+_PI = Fraction("3.141592653589793238462643383279502884197")
 # Checks each worker runs before it takes work, so that latex2sympy's and sympy's first-call
 # set-up (hundreds of ms) is not charged to the budget of a real check. Kept short: a worker
 # killed on overrun is replaced with the same warm-up, and the pool is one worker short meanwhile.
@@ -96,8 +98,9 @@ class MathVerifier:
 
     def score_batch(self, responses: Sequence[str], problems: Sequence[Problem]) -> list[Score]:
         keys = [(r if isinstance(r, str) else str(r), _reference_text(p.reference),
-                 p.metadata.get("extract", self.extract)) for r, p in zip(responses, problems)]
-        self._learn_values([ref for _, ref, _ in keys])
+                 p.metadata.get("extract", self.extract), _option_text(p.reference))
+                for r, p in zip(responses, problems)]
+        self._learn_values([ref for _, ref, _, _ in keys])
         plans = {key: self._plan(*key) for key in dict.fromkeys(keys)}
         self._run_symbolic([plan for plan in plans.values() if plan.score is None])
         return [plans[key].score for key in keys]  # type: ignore[misc]
@@ -107,7 +110,7 @@ class MathVerifier:
         problem = Problem("-", "", reference, metadata={"extract": extract or self.extract})
         return self.score_batch([response], [problem])[0]
 
-    def _plan(self, response: str, ref: str | None, policy: str) -> _Plan:
+    def _plan(self, response: str, ref: str | None, policy: str, option_text: str = "") -> _Plan:
         t0 = time.perf_counter()
         if ref is None:
             return _Plan(Score(0.0, False, ("bad_reference",)))
@@ -116,11 +119,12 @@ class MathVerifier:
         candidates, source = extract_candidates(response, policy)
         option = _option_letter(ref)
         if option:
-            candidates = _options_chosen(candidates, response)
+            candidates = _options_chosen(candidates, response, option, option_text)
         if not candidates:
             return _Plan(Score(0.0, False, ("no_answer",), details=_details(t0, source, "none")))
         candidates = list(dict.fromkeys(candidates))[:_MAX_CANDIDATES + 1]  # more are a hedge anyway
-        ref, candidates = expand_pm(ref), [expand_pm(drop_remark(c)) for c in candidates]
+        ref = matrix_form(expand_pm(ref))
+        candidates = [matrix_form(expand_pm(python_form(drop_remark(c)))) for c in candidates]
         single = _single_valued(ref)
         if single:  # `\frac{\sqrt3}{3} \approx 0.577`: the exact value is the claim
             candidates = [split_approx(c) for c in candidates]
@@ -136,7 +140,9 @@ class MathVerifier:
             return _Plan(Score(0.0, False, ("multiple_answers",), extracted,
                                _details(t0, source, "strict")))
         answer = answers[0]
-        if not single:  # the same set written another way: "6 and 8" for "6, 8"
+        if single:  # `y = 2x + 3` for `f(x) = 2x + 3`: the right sides are the claims
+            answer, ref = named_sides(answer, ref)
+        else:  # the same set written another way: "6 and 8" for "6, 8"
             answer, ref = as_list(answer), as_list(ref)
         return self._judge(t0, source, answer, ref)
 
@@ -172,6 +178,8 @@ class MathVerifier:
         # An irrational reference equals no plain number; a decimal may round to it (6 places).
         # Near misses go to sympy, which knows when an unevaluated form is rational after all.
         real = Fraction(value[1])
+        if is_degrees(answer) and abs(number.value * _PI / 180 - real) < Fraction(1, 10**30):
+            return True  # `120^\circ` against `\frac{2\pi}{3}`: the same angle in radians
         candidates = [number.value] + ([number.value / 100] if number.percent else [])
         if number.decimal and any(same_when_rounded(c, real) for c in candidates):
             return True
@@ -247,16 +255,29 @@ def _reference_string(reference: str) -> str | None:
     return reference_form(text, lambda s: extract_candidates(s, "auto")[0]) if text else None
 
 
+@lru_cache(maxsize=65536)
+def _option_text_cached(reference: str) -> str:
+    option = option_parts(reference.strip().strip("$").strip())
+    return option[1] if option else ""
+
+
+def _option_text(reference: Any) -> str:
+    """The text of an option reference (`(C) Cecile` → `Cecile`, `(B) 12` → `12`), or ""."""
+    return _option_text_cached(reference) if isinstance(reference, str) else ""
+
+
 def _option_letter(ref: str) -> str:
     """The option letter a multiple-choice reference names (`D`, `(D)`, `\\text{(D)}`), or ""."""
     word = text_key(ref)
     return word.upper() if word and len(word) == 1 and word in "abcde" else ""
 
 
-def _options_chosen(candidates: list[str], response: str) -> list[str]:
+def _options_chosen(candidates: list[str], response: str, option: str, option_text: str) -> list[str]:
     """Against an option-letter reference: an answer that rules letters out ("D, it can't be A or
     B") is the letter it keeps; with no candidate at all, the letters of the closing line are read
-    that way ("The correct choice is B."; two letters left are two answers)."""
+    that way ("The correct choice is B."; two letters left are two answers). The option's text
+    (`Cecile` for `(C) Cecile`) names the option too."""
+    candidates = [f"({option})" if _names_option(c, option_text) else c for c in candidates]
     if not candidates:
         lines = final_region(response).strip().splitlines()
         chosen = chosen_options(lines[-1][-300:], always=True) if lines else None
@@ -266,6 +287,15 @@ def _options_chosen(candidates: list[str], response: str) -> list[str]:
         chosen = chosen_options(candidate)
         out.extend([candidate] if chosen is None else [f"({c})" for c in chosen] or [candidate])
     return out
+
+
+def _names_option(candidate: str, option_text: str) -> bool:
+    """Whether an answer is the option's text: the same words, or the same number (`12` for `(B) 12`)."""
+    if not option_text:
+        return False
+    if text_key(candidate) is not None:
+        return text_key(candidate) == text_key(option_text)
+    return bool(fast_equal(candidate, option_text)) and to_number(option_text) is not None
 
 
 def _single_valued(ref: str) -> bool:
