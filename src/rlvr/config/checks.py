@@ -34,6 +34,10 @@ def check_config(cfg: Any) -> None:
         raise ConfigError(f"agent.turn_tokens ({cfg.agent.turn_tokens}) must be <= agent.max_tokens "
                           f"({cfg.agent.max_tokens}): a turn cannot be longer than its episode")
     check_data_source(cfg.data)
+    if cfg.grpo.reward_norm == "per_term" and cfg.grpo.advantage != "group":
+        raise ConfigError(f"grpo.reward_norm=per_term whitens the summed terms over the batch itself "
+                          f"(GDPO); it takes no grpo.advantage={cfg.grpo.advantage!r}: "
+                          "set grpo.advantage=group")
     if cfg.grpo.policy_loss == "cispo" and cfg.grpo.dual_clip:
         raise ConfigError("grpo.dual_clip: not used by grpo.policy_loss=cispo (its weight is capped "
                           "at 1 + grpo.eps_high); set grpo.dual_clip=0")

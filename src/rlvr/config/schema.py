@@ -157,6 +157,10 @@ class GRPOConfig:
     beta: float = at_least(0, "a number >= 0", 0.0)              # KL coefficient; 0 loads no reference model
     kl_estimator: Literal["k1", "k2", "k3"] = "k3"
     advantage: Literal["group", "batch", "none", "rloo"] = "group"
+    # sum: the terms' weighted sum is normalised as one reward; per_term: GDPO, each term normalised
+    # in its group, then the weighted sum whitened over the batch (TRL normalize_then_sum); needs
+    # advantage=group
+    reward_norm: Literal["sum", "per_term"] = "sum"
     eps_low: float = between(0, 1, 0.2, lo_open=True, hi_open=True)
     eps_high: float = above(0, "a number > 0", 0.2)             # > eps_low is DAPO's clip-higher
     dual_clip: float = rule(0.0, lambda v: v == 0 or v > 1, "0 (off) or a number > 1")   # c of dual clip

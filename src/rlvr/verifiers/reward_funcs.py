@@ -205,7 +205,8 @@ class RewardFunctionsVerifier:
             correct = (primary.scores[i].correct if isinstance(primary, _VerifierTerm)
                        else bool(primary_reward and primary_reward > 0))
             row_flags = tuple(dict.fromkeys(flags + (["unscorable"] if reward is None else [])))
-            details: dict[str, Any] = {"terms": {t.name: r[i] for t, r in zip(self.terms, per_term)}}
+            details: dict[str, Any] = {"terms": {t.name: r[i] for t, r in zip(self.terms, per_term)},
+                                       "weights": {t.name: w for t, w in zip(self.terms, self.weights)}}
             if errors:   # the run log reports each term's first error (`rlvr.monitor.crashes`)
                 details["error"] = "; ".join(f"{n}: {e['error']}" for n, e in errors.items())[:500]
                 details["term_errors"] = errors
