@@ -115,6 +115,9 @@ class DataConfig:
     task_options: dict = field(default_factory=dict)
     # TRL reward functions / verifiers, weighted: the verifier `reward_funcs`
     reward_funcs: tuple[dict, ...] = ()
+    # worker processes the reward functions run in; a step's calls are spread over them (each
+    # function's batch cut into workers // functions calls), so a step costs about one timeout_s
+    reward_workers: int = at_least(1, "an integer >= 1", 2)
 
 
 @dataclass(frozen=True)
