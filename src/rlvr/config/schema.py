@@ -235,6 +235,8 @@ class DoctorConfig:
     length_growth: float = above(1, "a number > 1", 2.0)    # mean length > this x its baseline
     # behaviour/tamper_rate (agent episodes) above this
     tamper_max: float = between(0, 1, 0.05)
+    # judge_rise: model-judged terms' reward rose by more than this over K steps, rule-based ones did not
+    judge_rise: float = above(0, "a number > 0", 0.1)
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,8 @@ _REGISTRY: dict[str, str | Callable[..., Verifier]] = {
     "overlong": "rlvr.verifiers.shaping:overlong_verifier",
     "length_budget": "rlvr.verifiers.shaping:length_budget_verifier",
     "language_consistency": "rlvr.verifiers.shaping:language_consistency_verifier",
+    "judge": "rlvr.verifiers.judge:JudgeVerifier",
+    "reward_model": "rlvr.verifiers.reward_model:RewardModelVerifier",
 }
 
 

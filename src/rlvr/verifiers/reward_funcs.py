@@ -178,7 +178,10 @@ class _VerifierTerm:
 
         scores = (score_with_ids(self.verifier, responses, problems, token_ids) if token_ids is not None
                   else self.verifier.score_batch(responses, problems))   # ids: token-length terms
-        return scores, [()] * len(scores), {}
+        # a verifier that calls out (a judge) reports a failed call as the term's error
+        errors = [(s.details or {}).get("term_error") for s in scores]
+        flags: list[tuple[str, ...]] = [(str(e["flag"]),) if e else () for e in errors]
+        return scores, flags, next((e for e in errors if e), {})
 
 
 class RewardFunctionsVerifier:
@@ -205,6 +208,7 @@ class RewardFunctionsVerifier:
             if names.count(t.name) > 1:
                 t.name = f"{t.name}_{i}"
         self.weights = [float(t.get("weight", 1.0)) for t in terms]
+        self.model_terms = [t.name for t in self.terms if getattr(t.verifier, "judged_by_model", False)]
         marked = [i for i, t in enumerate(terms) if t.get("primary")]
         self.primary = marked[0] if marked else 0
         for i, t in enumerate(self.terms):
@@ -232,6 +236,8 @@ class RewardFunctionsVerifier:
                                             + (["unscorable"] if reward is None else [])))
             details: dict[str, Any] = {"terms": {t.name: r[i] for t, r in zip(self.terms, per_term)},
                                        "weights": {t.name: w for t, w in zip(self.terms, self.weights)}}
+            if self.model_terms:   # the doctor's judge_rise alarm sets these against the others
+                details["model_terms"] = self.model_terms
             if failed:   # the run log reports each term's first error (`rlvr.monitor.crashes`)
                 details["error"] = "; ".join(f"{n}: {e['error']}" for n, e in failed.items())[:500]
                 details["term_errors"] = failed

@@ -28,7 +28,7 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Mapping
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from rlvr.types import Problem, Score
 
@@ -118,36 +118,48 @@ class ServiceTerm:
 
     def _with_retries(self, body: dict[str, Any]) -> Any:
         data = json.dumps(body, default=str).encode()
-        for attempt in range(self.retries + 1):
-            try:
-                return self._request("POST", "score", data)
-            except ServiceError as exc:
-                if not exc.retry or attempt == self.retries:
-                    raise
-                time.sleep(0.5 * 2 ** attempt)
-        raise AssertionError("unreachable")
+        return with_retries(lambda: self._request("POST", "score", data), self.retries)
 
     def _request(self, method: str, endpoint: str, data: bytes | None) -> Any:
-        p = self.parts
-        conn_type = http.client.HTTPSConnection if p.scheme == "https" else http.client.HTTPConnection
-        conn = conn_type(p.hostname or "", p.port, timeout=self.timeout_s)
-        headers = {"Content-Type": "application/json"}
-        if self.token:
-            headers["Authorization"] = f"Bearer {self.token}"
+        path = f"{self.parts.path.rstrip('/')}/{endpoint}"
+        return request_json(self.parts, method, path, data, self.timeout_s, self.token)
+
+
+def with_retries(call, retries: int) -> Any:
+    """`call()`, again up to `retries` times (0.5 s, 1 s, 2 s ... apart) while it raises a
+    ServiceError that may pass (connection, timeout, 5xx, 429)."""
+    for attempt in range(retries + 1):
         try:
-            conn.request(method, f"{p.path.rstrip('/')}/{endpoint}", body=data, headers=headers)
-            resp = conn.getresponse()
-            payload = resp.read()
-        except TimeoutError:
-            raise ServiceError(f"no answer within timeout_s={self.timeout_s:g} s", "timeout") from None
-        except OSError as exc:   # refused, reset, unreachable
-            raise ServiceError(f"{type(exc).__name__}: {exc}") from None
-        finally:
-            conn.close()
-        if resp.status != 200:
-            raise ServiceError(f"HTTP {resp.status}: {payload[:200].decode(errors='replace')}",
-                               retry=resp.status in _RETRY_STATUS)
-        try:
-            return json.loads(payload)
-        except ValueError:
-            raise ServiceError(f"not JSON: {payload[:120]!r}", retry=False) from None
+            return call()
+        except ServiceError as exc:
+            if not exc.retry or attempt == retries:
+                raise
+            time.sleep(0.5 * 2 ** attempt)
+    raise AssertionError("unreachable")
+
+
+def request_json(parts: SplitResult, method: str, path: str, data: bytes | None, timeout_s: float,
+                 token: str = "") -> Any:
+    """One HTTP request with JSON both ways (no redirects, no proxies); ServiceError on failure."""
+    conn_type = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    conn = conn_type(parts.hostname or "", parts.port, timeout=timeout_s)
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    try:
+        conn.request(method, path, body=data, headers=headers)
+        resp = conn.getresponse()
+        payload = resp.read()
+    except TimeoutError:
+        raise ServiceError(f"no answer within timeout_s={timeout_s:g} s", "timeout") from None
+    except OSError as exc:   # refused, reset, unreachable
+        raise ServiceError(f"{type(exc).__name__}: {exc}") from None
+    finally:
+        conn.close()
+    if resp.status != 200:
+        raise ServiceError(f"HTTP {resp.status}: {payload[:200].decode(errors='replace')}",
+                           retry=resp.status in _RETRY_STATUS)
+    try:
+        return json.loads(payload)
+    except ValueError:
+        raise ServiceError(f"not JSON: {payload[:120]!r}", retry=False) from None
