@@ -1,0 +1,60 @@
+"""A run whose rewards come from outside the trainer: a `{service: URL}` term (the shipped
+`python -m rlvr.verifiers.serve arithmetic` on loopback) and an LLM-judge term (the tiny model's
+cold start behind `rlvr.testing.chat_server`, an OpenAI-compatible endpoint).
+Run: `python -m experiments.reward_services [steps=20] [SFT_PATH]`.
+
+The judge here is a mechanics check, not a good judge: the tiny arithmetic model continues
+`{prompt}{response}` and its first digit / 9 is the verdict. Prints each term's mean per step
+(rewards/<term>/mean), the crash rates and the judged/rule-based split from metrics.jsonl.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+NAME = "reward_services"
+
+
+def start(*cmd: str) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, "-m", *cmd], stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline() if proc.stdout else ""
+    if not line.startswith("listening on "):
+        raise RuntimeError(f"{cmd[0]} did not start: {line!r}")
+    return proc, line.split()[-1]
+
+
+def main(steps: int = 20, sft: str = "") -> None:
+    from experiments.common import ROOT, cold_start, run_arm, say, write_problems
+    from rlvr.tasks.arithmetic import ArithmeticTask
+
+    model = Path(sft) if sft else cold_start("quickstart", ArithmeticTask(3, "+"), 0.2, min_steps=200)
+    train = write_problems(ROOT / NAME / "data" / "train.jsonl",
+                           ArithmeticTask(3, "+").sample(random.Random(NAME), 2000), "reward_funcs")
+    servers = [start("rlvr.verifiers.serve", "arithmetic", "--port", "0"),
+               start("rlvr.testing.chat_server", str(model))]
+    (_, service), (_, judge) = servers
+    terms = (f"[{{service: '{service}', name: remote_arithmetic}}, {{verifier: judge, name: judge, "
+             f"weight: 0.5, options: {{url: '{judge}', template: '{{prompt}}{{response}}', "
+             f"verdict: '(\\d)', max_score: 9, max_tokens: 8}}}}]")
+    try:
+        records = run_arm(NAME, "run", [f"model.path={model}", f"data.train_path={train}",
+                                        f"data.reward_funcs={terms}", f"grpo.steps={steps}",
+                                        "run.eval_every=0", "data.heldout_size=0"])
+    finally:
+        for proc, _ in servers:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+    keys = sorted({k for r in records for k in r if k.startswith("rewards/")})
+    for r in records:
+        if "reward/mean" in r:
+            say(f"step {r['step']:2d} " + " ".join(f"{k}={r[k]:.3f}" for k in keys if k in r)
+                + f" timing/verify={r['timing/verify']:.2f}s")
+
+
+if __name__ == "__main__":
+    main(*(int(a) if i == 0 else a for i, a in enumerate(sys.argv[1:])))
