@@ -43,10 +43,9 @@ def step_groups(problems: int, g: int, verifier: str, text, step: int) -> list[G
 
 
 def code_verifiers(workers: int):
-    from rlvr.verifiers.code import CodeVerifier
+    from rlvr.verifiers.base import get_verifier
 
-    v = CodeVerifier(workers=workers, timeout_s=10.0)
-    v.pool.warm() if hasattr(v.pool, "warm") else None
+    v = get_verifier("code", workers=workers, timeout_s=10.0)
     return {"code": v}, 4, lambda s, i, j: (f"```python\nimport time\ndef f():\n    time.sleep(0.2)\n"
                                             f"    return 1  # {s}-{i}-{j}\n```")
 
