@@ -41,7 +41,7 @@ from typing import Any, Callable, Mapping, Sequence
 # the terms' schema is config, checked when a config loads: `rlvr.config.checks` owns it
 from rlvr.config.checks import FN_SPEC, check_terms  # noqa: F401  (FN_SPEC: re-exported)
 from rlvr.types import Problem, Score
-from rlvr.verifiers.service import ServiceTerm
+from rlvr.verifiers.service import Rows, ServiceTerm, join_rows
 from rlvr.verifiers.trl_call import await_if_needed, check_rewards, combine, discard, trl_kwargs
 
 NAME = "reward_funcs"
@@ -111,9 +111,6 @@ _CALL = "rlvr.verifiers.reward_funcs:call_function"
 _PROBE = "rlvr.verifiers.reward_funcs:probe_function"
 
 
-Rows = tuple[list[float | None], list[tuple[str, ...]], dict]   # rewards, flags per row, first error
-
-
 class _FunctionTerm:
     def __init__(self, term: Mapping[str, Any], pool):
         self.spec, self.pool = term["fn"], pool
@@ -139,13 +136,7 @@ class _FunctionTerm:
             parts = list(ex.map(lambda ab: self._call(responses[ab[0]:ab[1]], problems[ab[0]:ab[1]],
                                                       None if token_ids is None else token_ids[ab[0]:ab[1]]),
                                 bounds))
-        rewards: list[float | None] = []
-        flags: list[tuple[str, ...]] = []
-        errors = [e for _, _, e in parts if e]
-        for r, f, _ in parts:
-            rewards += r
-            flags += f
-        return rewards, flags, errors[0] if errors else {}
+        return join_rows(parts)
 
     def _call(self, responses, problems, token_ids) -> Rows:
         out = self.pool.run(_CALL, (self.spec, self.init, trl_kwargs(responses, problems, token_ids)),

@@ -96,13 +96,7 @@ class ServiceTerm:
 
         with ThreadPoolExecutor(max(1, min(self.concurrency, len(bounds)))) as ex:
             parts = list(ex.map(one, bounds))
-        rows: list[Score | float | None] = []
-        flags: list[tuple[str, ...]] = []
-        errors = [e for _, _, e in parts if e]
-        for r, f, _ in parts:
-            rows += r
-            flags += f
-        return rows, flags, errors[0] if errors else {}
+        return join_rows(parts)
 
     def _batch(self, body: dict[str, Any], n: int):
         try:
@@ -123,6 +117,19 @@ class ServiceTerm:
     def _request(self, method: str, endpoint: str, data: bytes | None) -> Any:
         path = f"{self.parts.path.rstrip('/')}/{endpoint}"
         return request_json(self.parts, method, path, data, self.timeout_s, self.token)
+
+
+Rows = tuple[list[Any], list[tuple[str, ...]], dict]   # rewards, flags per row, the first error
+
+
+def join_rows(parts: list[Rows]) -> Rows:
+    """The (rows, flags per row, error) of consecutive calls as one: rows in order, the first error."""
+    rows: list[Any] = []
+    flags: list[tuple[str, ...]] = []
+    for r, f, _ in parts:
+        rows += r
+        flags += f
+    return rows, flags, next((e for _, _, e in parts if e), {})
 
 
 def with_retries(call, retries: int) -> Any:
