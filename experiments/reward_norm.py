@@ -1,5 +1,6 @@
 """Summed vs per-term reward normalisation (GDPO) with three reward terms on the tiny model.
-Run: `python -m experiments.reward_norm [steps=20] [SFT_PATH]` (default: the cached cold start).
+Run: `python -m experiments.reward_norm STEPS SFT_PATH` (SFT_PATH: the quickstart's cold start,
+e.g. `rlvr quickstart run.dir=runs/qs grpo.steps=0` then runs/qs/sft), on the quickstart preset.
 
 Terms: correctness (the strict `arithmetic` verifier, weight 1), the trace's format
 (`trace_format` below, weight 0.5) and DAPO's overlong penalty (`overlong`, 0 up to 24 tokens, down
@@ -19,6 +20,7 @@ from pathlib import Path
 
 _TRACE = re.compile(r"^(\d[+-]\d[+-]\d=\d\d\|)+>\d+$")
 NAME = "reward_norm"
+ROOT = Path("runs/experiments")
 TERMS = ("arithmetic", "trace_format", "overlong")
 
 
@@ -27,28 +29,54 @@ def trace_format(completions, **kwargs) -> list[float]:
     return [1.0 if _TRACE.match(c.strip()) else 0.0 for c in completions]
 
 
-def main(steps: int = 20, sft: str = "") -> None:
-    from experiments.common import (ROOT, cold_start, evals, mean_over, run_arm, say, write_problems)
+def write_problems(path: Path, problems) -> Path:
+    """JSONL rows `data.load_problems` reads, every row scored by `reward_funcs`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"id": p.id, "prompt": p.prompt, "reference": p.reference,
+                                        "verifier": "reward_funcs"}) + "\n" for p in problems))
+    return path
+
+
+def train_arm(name: str, arm: str, overrides: list[str]) -> list[dict]:
+    """Train the quickstart preset with `overrides` in runs/experiments/NAME/ARM; its step lines."""
+    import shutil
+
+    from rlvr import config as config_mod
+    from rlvr.monitor.log import read_metrics
+    from rlvr.train import train
+
+    out = ROOT / name / arm
+    shutil.rmtree(out, ignore_errors=True)
+    train(config_mod.load("quickstart", [f"run.dir={out}", "data.task=", "run.resume=never",
+                                         "run.threads=1", "run.progress=false", "run.report=false",
+                                         "run.save_every=0", *overrides]))
+    return [r for r in read_metrics(out) if "event" not in r]
+
+
+def mean_over(records: list[dict], key: str, first: int, last: int) -> float:
+    vals = [r[key] for r in records if key in r and first <= r["step"] < last]
+    return sum(vals) / len(vals) if vals else float("nan")
+
+
+def main(steps: int, sft: str) -> None:
     from rlvr.tasks.arithmetic import ArithmeticTask
 
-    model = Path(sft) if sft else cold_start("quickstart", ArithmeticTask(3, "+"), 0.2, min_steps=200)
     d = ROOT / NAME / "data"
-    train = write_problems(d / "train.jsonl", ArithmeticTask(3, "+").sample(random.Random(NAME), 2000),
-                           "reward_funcs")
-    heldout = write_problems(d / "heldout.jsonl", ArithmeticTask(3, "+").heldout(200), "reward_funcs")
+    train = write_problems(d / "train.jsonl", ArithmeticTask(3, "+").sample(random.Random(NAME), 2000))
+    heldout = write_problems(d / "heldout.jsonl", ArithmeticTask(3, "+").heldout(200))
     terms = ("[{verifier: arithmetic}, {fn: experiments/reward_norm.py:trace_format, weight: 0.5}, "
              "{verifier: overlong, options: {max_length: 48, cache_length: 24}}]")
-    common = [f"model.path={model}", f"data.train_path={train}", f"data.eval_path={heldout}",
+    common = [f"model.path={sft}", f"data.train_path={train}", f"data.eval_path={heldout}",
               f"data.reward_funcs={terms}", f"grpo.steps={steps}", f"run.eval_every={steps}"]
     result = {}
     for arm in ("sum", "per_term"):
-        records = run_arm(NAME, arm, [*common, f"grpo.reward_norm={arm}"])
+        records = train_arm(NAME, arm, [*common, f"grpo.reward_norm={arm}"])
         result[arm] = {f"{t}/{when}": round(mean_over(records, f"rewards/{t}/mean", a, b), 3)
                        for t in TERMS for when, (a, b) in (("first5", (0, 5)), ("last5", (steps - 5, steps)))}
-        result[arm]["heldout_accuracy"] = evals(records)[-1][1]
-        say(f"{arm}: {result[arm]}")
+        result[arm]["heldout_accuracy"] = [r["eval/accuracy"] for r in records if "eval/accuracy" in r][-1]
+        print(arm, result[arm], flush=True)
     (ROOT / NAME / "result.json").write_text(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":
-    main(*(int(a) if i == 0 else a for i, a in enumerate(sys.argv[1:])))
+    main(int(sys.argv[1]), sys.argv[2])

@@ -1,7 +1,7 @@
 """A run whose rewards come from outside the trainer: a `{service: URL}` term (the shipped
 `python -m rlvr.verifiers.serve arithmetic` on loopback) and an LLM-judge term (the tiny model's
 cold start behind `rlvr.testing.chat_server`, an OpenAI-compatible endpoint).
-Run: `python -m experiments.reward_services [steps=20] [SFT_PATH]`.
+Run: `python -m experiments.reward_services STEPS SFT_PATH` (a cold start, as for reward_norm).
 
 The judge here is a mechanics check, not a good judge: the tiny arithmetic model continues
 `{prompt}{response}` and its first digit / 9 is the verdict. Prints each term's mean per step
@@ -15,7 +15,6 @@ import random
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 NAME = "reward_services"
 
@@ -28,13 +27,12 @@ def start(*cmd: str) -> tuple[subprocess.Popen, str]:
     return proc, line.split()[-1]
 
 
-def main(steps: int = 20, sft: str = "") -> None:
-    from experiments.common import ROOT, cold_start, run_arm, say, write_problems
+def main(steps: int, model: str) -> None:
+    from experiments.reward_norm import ROOT, train_arm, write_problems
     from rlvr.tasks.arithmetic import ArithmeticTask
 
-    model = Path(sft) if sft else cold_start("quickstart", ArithmeticTask(3, "+"), 0.2, min_steps=200)
     train = write_problems(ROOT / NAME / "data" / "train.jsonl",
-                           ArithmeticTask(3, "+").sample(random.Random(NAME), 2000), "reward_funcs")
+                           ArithmeticTask(3, "+").sample(random.Random(NAME), 2000))
     servers = [start("rlvr.verifiers.serve", "arithmetic", "--port", "0"),
                start("rlvr.testing.chat_server", str(model))]
     (_, service), (_, judge) = servers
@@ -42,9 +40,9 @@ def main(steps: int = 20, sft: str = "") -> None:
              f"weight: 0.5, options: {{url: '{judge}', template: '{{prompt}}{{response}}', "
              f"verdict: '(\\d)', max_score: 9, max_tokens: 8}}}}]")
     try:
-        records = run_arm(NAME, "run", [f"model.path={model}", f"data.train_path={train}",
-                                        f"data.reward_funcs={terms}", f"grpo.steps={steps}",
-                                        "run.eval_every=0", "data.heldout_size=0"])
+        records = train_arm(NAME, "run", [f"model.path={model}", f"data.train_path={train}",
+                                          f"data.reward_funcs={terms}", f"grpo.steps={steps}",
+                                          "run.eval_every=0", "data.heldout_size=0"])
     finally:
         for proc, _ in servers:
             os.kill(proc.pid, signal.SIGKILL)
@@ -52,9 +50,9 @@ def main(steps: int = 20, sft: str = "") -> None:
     keys = sorted({k for r in records for k in r if k.startswith("rewards/")})
     for r in records:
         if "reward/mean" in r:
-            say(f"step {r['step']:2d} " + " ".join(f"{k}={r[k]:.3f}" for k in keys if k in r)
-                + f" timing/verify={r['timing/verify']:.2f}s")
+            print(f"step {r['step']:2d} " + " ".join(f"{k}={r[k]:.3f}" for k in keys if k in r)
+                  + f" timing/verify={r['timing/verify']:.2f}s", flush=True)
 
 
 if __name__ == "__main__":
-    main(*(int(a) if i == 0 else a for i, a in enumerate(sys.argv[1:])))
+    main(int(sys.argv[1]), sys.argv[2])

@@ -95,6 +95,7 @@ def test_a_call_that_overruns_costs_only_its_own_rows(tmp_path, monkeypatch):
         assert time.perf_counter() - t0 < 5
         first, second = groups[0].completions, groups[1].completions
         assert [c.score.reward for c in first] == [1.0, 1.0] and not first[0].score.flags
+        assert all("term_errors" not in c.score.details for c in first)   # no crash counted for them
         assert all(c.score.flags == ("timeout",) and "term_errors" in c.score.details for c in second)
     finally:
         v.close()
