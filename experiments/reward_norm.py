@@ -30,10 +30,11 @@ def trace_format(completions, **kwargs) -> list[float]:
 
 
 def write_problems(path: Path, problems) -> Path:
-    """JSONL rows `data.load_problems` reads, every row scored by `reward_funcs`."""
+    """JSONL rows `data.load_problems` reads, every row scored by `reward_funcs`; duplicates dropped."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    unique = {p.id: p for p in problems}.values()
     path.write_text("".join(json.dumps({"id": p.id, "prompt": p.prompt, "reference": p.reference,
-                                        "verifier": "reward_funcs"}) + "\n" for p in problems))
+                                        "verifier": "reward_funcs"}) + "\n" for p in unique))
     return path
 
 
