@@ -157,3 +157,29 @@ def test_tiny_real_run_with_learning_signal_raises_no_alarm(tmp_path):
     assert len(steps) == 6 and all("entropy" in r and math.isfinite(r["entropy"]) for r in steps)
     assert 0 < sum(r["reward/mean"] for r in steps) / 6 < 1
     assert [r for r in lines if r.get("event") == "alarm"] == []
+
+
+def _judged(judge_slope: float, rule_slope: float):
+    def change(s: int, r: dict) -> None:
+        r.update({"rewards/judged/mean": 0.2 + judge_slope * (s - K),
+                  "rewards/rule_based/mean": 0.3 + rule_slope * (s - K)})
+    return change
+
+
+def test_judge_rise_fires_when_only_the_judge_climbs():
+    assert ("judge_rise" in {n for _, n in run_with(_judged(0.05, 0.0))})
+    assert ("judge_rise" not in {n for _, n in run_with(_judged(0.05, 0.02))})   # rules rise too
+    assert ("judge_rise" not in {n for _, n in run_with(_judged(0.01, 0.0))})    # 0.03 over K < 0.1
+
+
+def test_judged_and_rule_based_means_come_from_model_terms():
+    from rlvr.monitor.stats import per_verifier_metrics
+
+    def comp(judge, rule):
+        details = {"terms": {"judge": judge, "exact": rule}, "weights": {"judge": 1.0, "exact": 1.0},
+                   "model_terms": ["judge"]}
+        return Completion("x", [1], [0.0], "stop", score=Score(judge + rule, False, (), None, details))
+
+    g = Group(Problem("p", "q", verifier="reward_funcs"), [1], [comp(1.0, 0.0), comp(0.5, 1.0)])
+    m = per_verifier_metrics([g])
+    assert m["rewards/judged/mean"] == 0.75 and m["rewards/rule_based/mean"] == 0.5

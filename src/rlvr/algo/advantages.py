@@ -8,6 +8,7 @@ Pure functions: no devices, no config objects, no logging.
 
 from __future__ import annotations
 
+import math
 from functools import partial
 from typing import Callable
 
@@ -74,6 +75,56 @@ def rloo_advantages(rewards_P_G: Tensor) -> Tensor:
     rewards = rewards_P_G.float() if not rewards_P_G.is_floating_point() else rewards_P_G
     baseline = (rewards.sum(dim=1, keepdim=True) - rewards) / (g - 1)
     return _zero_where_constant(rewards - baseline, rewards)
+
+
+def _nan_group_stats(x: Tensor, dims: tuple[int, ...]) -> tuple[Tensor, Tensor]:
+    """Mean and population std over `dims`, ignoring NaN entries (a term that did not apply)."""
+    mean = x.nanmean(dim=dims, keepdim=True)
+    std = ((x - mean) ** 2).nanmean(dim=dims, keepdim=True).sqrt()
+    return mean, std
+
+
+def _constant(x: Tensor, dims: tuple[int, ...]) -> Tensor:
+    """True where every non-NaN entry along `dims` is equal (an all-NaN slice counts as constant)."""
+    hi = torch.where(x.isnan(), torch.full_like(x, -math.inf), x).amax(dim=dims, keepdim=True)
+    lo = torch.where(x.isnan(), torch.full_like(x, math.inf), x).amin(dim=dims, keepdim=True)
+    return (hi <= lo) | x.isnan().all(dim=dims, keepdim=True)
+
+
+def decoupled_advantages(terms_P_G_K: Tensor, weights_K: Tensor, eps: float = 1e-6) -> Tensor:
+    """GDPO (Group reward-Decoupled normalisation, arXiv:2601.05242; TRL's
+    `multi_objective_aggregation="normalize_then_sum"`, verl's GDPO).
+
+    Each of the K reward terms is normalised within its group, z_ijk = (r_ijk − mean_j r_ijk) /
+    (std_j r_ijk + eps); the weighted sum s_ij = Σ_k w_k z_ijk is then whitened over the batch,
+    A_ij = (s_ij − mean s) / (std s + eps). A term with a large spread no longer drowns the others,
+    which it does when the weighted SUM is normalised as one number (`group_advantages`).
+
+    NaN marks a term that did not apply to a completion (a TRL reward function's None): it is left
+    out of that term's group statistics and of the sum; a completion with no term at all is left
+    out of the batch statistics and gets advantage 0 (as TRL does).
+
+    Deviations from TRL: population std (divide by n, as `group_advantages`) where TRL divides by
+    n − 1, and eps = 1e-6 where TRL adds 1e-4; with no NaN, TRL's advantages are ours times
+    sqrt((N − 1) / N) for N = P·G, up to the eps terms. A term constant within its group
+    contributes exactly 0, and a group whose sum is constant gets advantages exactly 0 (TRL leaves
+    −mean s / std s there, a value ~1e-8 since each group's z sum to 0).
+
+    terms_P_G_K: [P, G, K] float, NaN where a term did not apply. weights_K: [K]. Returns [P, G].
+    """
+    if terms_P_G_K.dim() != 3 or weights_K.shape != terms_P_G_K.shape[2:]:
+        raise ValueError(f"terms must be [P, G, K] and weights [K]; got {tuple(terms_P_G_K.shape)} "
+                         f"and {tuple(weights_K.shape)}")
+    terms = terms_P_G_K.double()
+    mean, std = _nan_group_stats(terms, (1,))
+    z = torch.where(_constant(terms, (1,)), torch.zeros_like(terms), (terms - mean) / (std + eps))
+    none_P_G = terms.isnan().all(dim=2)
+    s = torch.where(none_P_G, torch.full_like(none_P_G, math.nan, dtype=terms.dtype),
+                    (z.nan_to_num(0.0) * weights_K.double()).sum(dim=2))     # [P, G]
+    s_mean, s_std = _nan_group_stats(s, (0, 1))
+    adv = (s - s_mean) / (s_std + eps)
+    adv = torch.where(_constant(s, (1,)), torch.zeros_like(adv), adv).nan_to_num(0.0)
+    return adv.to(terms_P_G_K.dtype if terms_P_G_K.is_floating_point() else torch.float32)
 
 
 ADVANTAGES: dict[str, Callable[[Tensor], Tensor]] = {

@@ -19,7 +19,9 @@ from typing import Any, Mapping, Sequence
 from rlvr.errors import ConfigError
 
 # the keys of one `data.reward_funcs` term, and how its `fn` names a function (module:function)
-TERM_KEYS = {"fn", "verifier", "weight", "init", "options", "primary", "name", "timeout_s"}
+TERM_KEYS = {"fn", "verifier", "service", "weight", "init", "options", "primary", "name", "timeout_s",
+             "batch_size", "concurrency", "retries", "token_env"}   # the last four: service terms
+_KINDS = ("fn", "verifier", "service")
 FN_SPEC = re.compile(r"^(?P<target>[^:]+):(?P<attr>[A-Za-z_][A-Za-z0-9_]*)$")
 
 
@@ -36,6 +38,10 @@ def check_config(cfg: Any) -> None:
         raise ConfigError(f"agent.turn_tokens ({cfg.agent.turn_tokens}) must be <= agent.max_tokens "
                           f"({cfg.agent.max_tokens}): a turn cannot be longer than its episode")
     check_data_source(cfg.data)
+    if cfg.grpo.reward_norm == "per_term" and cfg.grpo.advantage != "group":
+        raise ConfigError(f"grpo.reward_norm=per_term whitens the summed terms over the batch itself "
+                          f"(GDPO); it takes no grpo.advantage={cfg.grpo.advantage!r}: "
+                          "set grpo.advantage=group")
     if cfg.grpo.policy_loss == "cispo" and cfg.grpo.dual_clip:
         raise ConfigError("grpo.dual_clip: not used by grpo.policy_loss=cispo (its weight is capped "
                           "at 1 + grpo.eps_high); set grpo.dual_clip=0")
@@ -68,8 +74,12 @@ def _check_term(where: str, term: Any) -> None:
     unknown = sorted(set(term) - TERM_KEYS)
     if unknown:
         raise ValueError(f"{where}.{unknown[0]}: unknown key; allowed: {', '.join(sorted(TERM_KEYS))}")
-    if ("fn" in term) == ("verifier" in term):
-        raise ValueError(f"{where}: give exactly one of 'fn' (a reward function) or 'verifier'")
+    if sum(k in term for k in _KINDS) != 1:
+        raise ValueError(f"{where}: give exactly one of 'fn' (a reward function), 'verifier' or "
+                         "'service' (a reward server's URL)")
+    if "service" in term and not (isinstance(term["service"], str)
+                                  and re.match(r"^https?://[^/\s]+", term["service"])):
+        raise ValueError(f"{where}.service: {term['service']!r} must be a URL like http://127.0.0.1:8410")
     if "fn" in term and not (isinstance(term["fn"], str) and FN_SPEC.match(term["fn"])):
         raise ValueError(f"{where}.fn: {term['fn']!r} must look like module:function or "
                          "path/to/file.py:function")
@@ -85,6 +95,10 @@ def _check_term_values(where: str, term: Mapping[str, Any]) -> None:
     for opt in ("init", "options"):
         if opt in term and not isinstance(term[opt], Mapping):
             raise ValueError(f"{where}.{opt} must be a mapping of keyword arguments")
+    for key, low, high in (("batch_size", 1, 1 << 20), ("concurrency", 1, 256), ("retries", 0, 10)):
+        v = term.get(key, low)
+        if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+            raise ValueError(f"{where}.{key} must be an integer in [{low}, {high}]; got {v!r}")
     t = term.get("timeout_s", 30.0)
     if isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0:
         raise ValueError(f"{where}.timeout_s must be a number > 0; got {t!r}")

@@ -115,6 +115,9 @@ class DataConfig:
     task_options: dict = field(default_factory=dict)
     # TRL reward functions / verifiers, weighted: the verifier `reward_funcs`
     reward_funcs: tuple[dict, ...] = ()
+    # worker processes the reward functions run in; a step's calls are spread over them (each
+    # function's batch cut into workers // functions calls), so a step costs about one timeout_s
+    reward_workers: int = at_least(1, "an integer >= 1", 2)
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,10 @@ class GRPOConfig:
     beta: float = at_least(0, "a number >= 0", 0.0)              # KL coefficient; 0 loads no reference model
     kl_estimator: Literal["k1", "k2", "k3"] = "k3"
     advantage: Literal["group", "batch", "none", "rloo"] = "group"
+    # sum: the terms' weighted sum is normalised as one reward; per_term: GDPO, each term normalised
+    # in its group, then the weighted sum whitened over the batch (TRL normalize_then_sum); needs
+    # advantage=group
+    reward_norm: Literal["sum", "per_term"] = "sum"
     eps_low: float = between(0, 1, 0.2, lo_open=True, hi_open=True)
     eps_high: float = above(0, "a number > 0", 0.2)             # > eps_low is DAPO's clip-higher
     dual_clip: float = rule(0.0, lambda v: v == 0 or v > 1, "0 (off) or a number > 1")   # c of dual clip
@@ -230,6 +237,8 @@ class DoctorConfig:
     length_growth: float = above(1, "a number > 1", 2.0)    # mean length > this x its baseline
     # behaviour/tamper_rate (agent episodes) above this
     tamper_max: float = between(0, 1, 0.05)
+    # judge_rise: model-judged terms' reward rose by more than this over K steps, rule-based ones did not
+    judge_rise: float = above(0, "a number > 0", 0.1)
 
 
 @dataclass(frozen=True)

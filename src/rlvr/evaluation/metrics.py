@@ -13,6 +13,7 @@ that extract nothing (e.g. wrapped TRL reward functions) give maj@k = 0, and `ha
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 from rlvr.algo.passk import maj_at_k_one, pass_at_k
@@ -22,29 +23,48 @@ from rlvr.verifiers.base import score_with_ids
 
 
 def score_groups(groups: Sequence[Group], verifiers: dict) -> None:
-    """Attach a Score to every completion, one `score_batch` call per group.
+    """Attach a Score to every completion: all groups one verifier scores go to it as ONE
+    `score_batch` call (as TRL calls a reward function once per batch), so it can spread them
+    over its workers (the sandbox pool, the reward-function pool, a service's connections); the
+    verifiers of a mixed batch score at the same time, one thread each.
 
-    A verifier that raises (a bug, a dead worker it could not replace) costs that group reward 0
-    and the flag `verifier_error`, counted in the metrics; it never stops a run. Completions of
-    an `EngineScored` verifier (agent episodes) keep the score their engine set; one without a
-    score raises RuntimeError, since a silent 0 would train on a reward nobody computed.
+    A verifier that raises (a bug, a dead worker it could not replace) is asked again group by
+    group, so only the groups it raises on get reward 0 and the flag `verifier_error`, counted in
+    the metrics; it never stops a run. Completions of an `EngineScored` verifier (agent episodes)
+    keep the score their engine set; one without a score raises RuntimeError, since a silent 0
+    would train on a reward nobody computed.
     """
+    by_name: dict[str, list[Group]] = {}
     for group in groups:
-        verifier = verifiers[group.problem.verifier]
-        if isinstance(verifier, EngineScored):
+        if isinstance(verifiers[group.problem.verifier], EngineScored):
             _check_engine_scored(group)
-            continue
-        texts = [c.text for c in group.completions]
-        try:
-            scores = score_with_ids(verifier, texts, [group.problem] * len(texts),
-                                    [c.token_ids for c in group.completions])
-            if len(scores) != len(texts):
-                raise RuntimeError(f"{len(scores)} scores for {len(texts)} completions")
-        except Exception as exc:  # noqa: BLE001 - any verifier failure becomes a flagged zero
-            error = f"{type(exc).__name__}: {exc}"[:500]
-            scores = [Score(0.0, False, ("verifier_error",), details={"error": error})] * len(texts)
-        for c, s in zip(group.completions, scores):
-            c.score = s
+        else:
+            by_name.setdefault(group.problem.verifier, []).append(group)
+    jobs = [(verifiers[name], gs) for name, gs in by_name.items()]
+    if len(jobs) == 1:
+        _score_together(*jobs[0])
+    elif jobs:
+        with ThreadPoolExecutor(len(jobs)) as ex:
+            list(ex.map(lambda job: _score_together(*job), jobs))
+
+
+def _score_together(verifier, groups: Sequence[Group]) -> None:
+    completions = [c for g in groups for c in g.completions]
+    try:
+        scores = score_with_ids(verifier, [c.text for c in completions],
+                                [g.problem for g in groups for _ in g.completions],
+                                [c.token_ids for c in completions])
+        if len(scores) != len(completions):
+            raise RuntimeError(f"{len(scores)} scores for {len(completions)} completions")
+    except Exception as exc:  # noqa: BLE001 - any verifier failure becomes a flagged zero
+        if len(groups) > 1:
+            for g in groups:
+                _score_together(verifier, [g])
+            return
+        error = f"{type(exc).__name__}: {exc}"[:500]
+        scores = [Score(0.0, False, ("verifier_error",), details={"error": error})] * len(completions)
+    for c, s in zip(completions, scores):
+        c.score = s
 
 
 def _check_engine_scored(group: Group) -> None:

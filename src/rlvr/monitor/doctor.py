@@ -23,6 +23,9 @@ report lists. Alarms (thresholds in `DoctorConfig`, K = `window`):
   tampering       behaviour/tamper_rate > tamper_max (agent episodes that tried to change a test)
   reward_crash    rewards/<term>/crash_rate > 0: a reward function raised or timed out, and its
                   completions were scored 0 (`rlvr.monitor.crashes`; the traceback is the event)
+  judge_rise      rewards/judged/mean (judge and reward-model terms) rose by more than judge_rise
+                  over the last K steps while rewards/rule_based/mean rose by less than flat_range:
+                  the policy may be learning what the model likes rather than what is right
 
 An alarm that fired is silent for `cooldown` steps. The state (recent records, baselines, last
 firing) is plain Python and saved in checkpoints, so a resumed run raises the same alarms.
@@ -49,7 +52,8 @@ REFLECTIVE = re.compile(r"\b(wait|let me (?:check|verify|re-?check)|verify|doubl
 _TRACKED = ("reward/mean", "frac_reward_zero_std", "completions/clipped_ratio",
             "completions/mean_length", "entropy", "kl", "ratio/max", "ratio/min", "loss", "grad_norm",
             "behaviour/tamper_rate", "mismatch/kl", "mismatch/ratio_max", "mismatch/ratio_min",
-            "mismatch/truncated_frac", "mismatch/masked_frac")
+            "mismatch/truncated_frac", "mismatch/masked_frac", "rewards/judged/mean",
+            "rewards/rule_based/mean")
 
 
 def behaviour_metrics(groups: Sequence[Group]) -> dict[str, float]:
@@ -77,7 +81,7 @@ class Doctor:
         self.checks: list[Callable[[dict[str, Any]], Alarm | None]] = [
             self._truncation, self._zero_variance, self._reward_flat, self._entropy, self._kl,
             self._ratio, self._mismatch, self._length, self._non_finite, self._task_zero_variance,
-            self._tampering, self._reward_crash]
+            self._tampering, self._reward_crash, self._judge_rise]
 
     def observe(self, step: int, record: dict[str, Any]) -> list[Alarm]:
         if not self.c.enabled:
@@ -130,6 +134,18 @@ class Doctor:
         return _alarm("reward_crash", f"reward terms failed and scored 0: {listed}",
                       "fix the function (its first traceback is the reward_crash event in metrics.jsonl); "
                       "run.strict_rewards=true stops the run at the first failure")
+
+    def _judge_rise(self, now: dict[str, float]) -> Alarm | None:
+        judged, rules = self._full("rewards/judged/mean"), self._full("rewards/rule_based/mean")
+        if judged is None or rules is None:
+            return None
+        rise, rule_rise = judged[-1] - judged[0], rules[-1] - rules[0]
+        if rise <= self.c.judge_rise or rule_rise >= self.c.flat_range:
+            return None
+        return _alarm("judge_rise", f"the model-judged terms' reward rose by {rise:.3f} over {len(judged)} "
+                      f"steps while the rule-based terms' moved {rule_rise:+.3f}",
+                      "read transcripts for flattery, length or text aimed at the judge; weight the "
+                      "judge down or add a rule-based check of what it rewards")
 
     def _truncation(self, now: dict[str, float]) -> Alarm | None:
         r = now.get("completions/clipped_ratio")

@@ -75,7 +75,23 @@ def per_verifier_metrics(groups: Sequence[Group], std_tol: float = 1e-6) -> dict
                     terms.setdefault(term, []).append(float(value))
     for term, values in sorted(terms.items()):
         out[f"rewards/{term}/mean"] = sum(values) / len(values)
+    out.update(judged_metrics(groups, terms))
     return out
+
+
+def judged_metrics(groups: Sequence[Group], terms: dict[str, list[float]]) -> dict[str, float]:
+    """`rewards/judged/mean` and `rewards/rule_based/mean`: the mean over model-judged terms (a
+    judge, a reward model: `details["model_terms"]`) and over the other terms, each term's mean
+    counted once; absent without a model term (the doctor's judge_rise alarm reads them)."""
+    judged = {t for g in groups for c in g.completions if c.score
+              for t in (c.score.details or {}).get("model_terms", ())}
+    if not judged or not set(terms) - judged:
+        return {}
+    means = {t: sum(v) / len(v) for t, v in terms.items()}
+    rules = [m for t, m in means.items() if t not in judged]
+    models = [m for t, m in means.items() if t in judged]
+    return {"rewards/judged/mean": sum(models) / len(models),
+            "rewards/rule_based/mean": sum(rules) / len(rules)}
 
 
 def episode_metrics(groups: Sequence[Group]) -> dict[str, float]:

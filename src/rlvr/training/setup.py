@@ -42,7 +42,8 @@ def build_reward_funcs(cfg: Config) -> dict[str, Any]:
     from rlvr.verifiers.reward_funcs import NAME, RewardFunctionsVerifier
 
     try:
-        return {NAME: RewardFunctionsVerifier(terms=cfg.data.reward_funcs)}
+        return {NAME: RewardFunctionsVerifier(terms=cfg.data.reward_funcs,
+                                              workers=cfg.data.reward_workers)}
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(str(exc.args[0] if exc.args else exc)) from None
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from rlvr.algo.advantages import ADVANTAGES
+from rlvr.algo.advantages import ADVANTAGES, decoupled_advantages
 from rlvr.algo.kl import KL_ESTIMATORS
 from rlvr.algo.losses import AGGREGATIONS, LossSpec
 from rlvr.algo.offpolicy import CAPPED_METRIC, IS_LEVELS, IS_MODES, is_weights
@@ -37,6 +38,7 @@ from rlvr.training.schedule import lr_multiplier
 from rlvr.models.batch import Batch
 from rlvr.training.update import Compute, UpdateSpec, update_policy
 from rlvr.types import Group
+from rlvr.verifiers.compose import reward_terms
 
 
 @dataclass
@@ -105,6 +107,19 @@ def generation_budget(cfg: Config) -> int:
     return cfg.agent.max_tokens if cfg.data.task == "agentic" else cfg.rollout.max_new_tokens
 
 
+def summed_advantages(advantage_fn, groups: Sequence[Group]) -> torch.Tensor:
+    """`advantage_fn` of each completion's reward (its terms' weighted sum)."""
+    return advantage_fn(torch.tensor([g.rewards for g in groups], dtype=torch.float32))  # [P, G]
+
+
+def per_term_advantages(groups: Sequence[Group]) -> torch.Tensor:
+    """GDPO: `decoupled_advantages` of each completion's reward terms (`grpo.reward_norm: per_term`)."""
+    terms, weights = reward_terms(groups)
+    terms_P_G_K = torch.tensor([[[math.nan if r is None else r for r in c] for c in g] for g in terms],
+                               dtype=torch.float32)
+    return decoupled_advantages(terms_P_G_K, torch.tensor(weights, dtype=torch.float32))
+
+
 class TrainingState:
     """Policy, train model, reference, optimizer and scheduler, and the update that changes them."""
 
@@ -118,15 +133,15 @@ class TrainingState:
                                            weight_decay=g.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lr_multiplier(g.lr_schedule, g.steps, g.warmup_steps, g.min_lr_ratio))
-        self.advantage_fn = ADVANTAGES[g.advantage]
+        self.advantage_fn = (per_term_advantages if g.reward_norm == "per_term"
+                             else functools.partial(summed_advantages, ADVANTAGES[g.advantage]))
         self.update_spec = update_spec(cfg)
         ckpt = cfg.model.gradient_checkpointing
         tokens = gpu_forward.micro_batch_tokens(g.micro_batch_tokens, train_model, device, ckpt)
         self.compute = Compute(device, ckpt, tokens, vocab_limit)
 
     def advantages(self, groups: Sequence[Group]) -> torch.Tensor:
-        rewards = torch.tensor([g.rewards for g in groups], dtype=torch.float32)  # [P, G]
-        return self.advantage_fn(rewards)
+        return self.advantage_fn(groups)
 
     def update(self, batch: Batch, step: int) -> dict[str, float]:
         """μ passes over the step's batch, then one scheduler step; returns the update's statistics."""

@@ -38,6 +38,8 @@ _REGISTRY: dict[str, str | Callable[..., Verifier]] = {
     "overlong": "rlvr.verifiers.shaping:overlong_verifier",
     "length_budget": "rlvr.verifiers.shaping:length_budget_verifier",
     "language_consistency": "rlvr.verifiers.shaping:language_consistency_verifier",
+    "judge": "rlvr.verifiers.judge:JudgeVerifier",
+    "reward_model": "rlvr.verifiers.reward_model:RewardModelVerifier",
 }
 
 
@@ -96,10 +98,11 @@ class CallableVerifier:
 
     def score_batch(self, responses: Sequence[str], problems: Sequence[Problem],
                     token_ids: Sequence[Sequence[int]] | None = None) -> list[Score]:
-        from rlvr.verifiers.trl_call import check_rewards, trl_kwargs
+        from rlvr.verifiers.trl_call import await_if_needed, check_rewards, trl_kwargs
 
         try:
-            rewards = check_rewards(self.fn(**trl_kwargs(responses, problems, token_ids)), len(responses))
+            rewards = check_rewards(await_if_needed(self.fn(**trl_kwargs(responses, problems, token_ids))),
+                                    len(responses))
         except Exception as exc:  # a user reward function must not crash the run
             import traceback
 

@@ -5,7 +5,8 @@
 
 `CompositeVerifier(terms=[...])` scores every response with each term and sums `weight × reward`.
 `correct` comes from the primary term (the first, unless one is marked `"primary": true`); flags
-are the union over terms; `details["terms"]` holds each term's reward. Example, for math with a
+are the union over terms; `details["terms"]` holds each term's reward and `details["weights"]` its
+weight (`reward_terms` reads both, for `grpo.reward_norm: per_term`). Example, for math with a
 small format term and DAPO's overlong penalty:
 
     CompositeVerifier(terms=[{"verifier": "math"},
@@ -73,6 +74,7 @@ class CompositeVerifier:
             main = scores[self.primary]
             details = dict(main.details or {})
             details["terms"] = {v.name: s.reward for v, s in zip(self.verifiers, scores)}
+            details["weights"] = {v.name: w for v, w in zip(self.verifiers, self.weights)}
             out.append(Score(reward, main.correct, flags, main.extracted, details))
         return out
 
@@ -82,6 +84,32 @@ def _score(verifier: Verifier, responses: Sequence[str], problems: Sequence[Prob
     if token_ids is None:
         return list(verifier.score_batch(responses, problems))
     return score_with_ids(verifier, responses, problems, token_ids)
+
+
+def _terms(score: Score | None) -> tuple[dict[str, float | None], dict[str, float]]:
+    """(term rewards, term weights) of one score; a score without terms is one term "reward"."""
+    details = (score.details or {}) if score else {}
+    if "terms" not in details:
+        return {"reward": score.reward if score else 0.0}, {"reward": 1.0}
+    if "weights" not in details:   # a guess of 1.0 would normalise with the wrong weights
+        raise ValueError(f"a score's terms {sorted(details['terms'])} come without their weights; "
+                         "grpo.reward_norm=per_term needs both (details['weights'])")
+    return details["terms"], details["weights"]
+
+
+def reward_terms(groups: Sequence[Any]) -> tuple[list[list[list[float | None]]], list[float]]:
+    """Each completion's term rewards as [P][G][K] (None: the term did not apply) and the K
+    weights, over the union of the batch's term names (for `grpo.reward_norm: per_term`).
+    Raises ValueError when one term name carries two weights."""
+    weights: dict[str, float] = {}
+    for g in groups:
+        for c in g.completions:
+            for name, w in _terms(c.score)[1].items():
+                if weights.setdefault(name, float(w)) != float(w):
+                    raise ValueError(f"reward term {name!r} has weights {weights[name]} and {w}")
+    names = list(weights)
+    return ([[[_terms(c.score)[0].get(n) for n in names] for c in g.completions] for g in groups],
+            [weights[n] for n in names])
 
 
 class RoutingVerifier:

@@ -34,13 +34,15 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 # the terms' schema is config, checked when a config loads: `rlvr.config.checks` owns it
 from rlvr.config.checks import FN_SPEC, check_terms  # noqa: F401  (FN_SPEC: re-exported)
 from rlvr.types import Problem, Score
-from rlvr.verifiers.trl_call import discard, check_rewards, combine, trl_kwargs
+from rlvr.verifiers.service import Rows, ServiceTerm, join_rows
+from rlvr.verifiers.trl_call import await_if_needed, check_rewards, combine, discard, trl_kwargs
 
 NAME = "reward_funcs"
 
@@ -98,7 +100,7 @@ def call_function(fn_spec: str, init: Mapping[str, Any] | None, kwargs: dict[str
     fn = load_function(fn_spec, init)
     kwargs = dict(kwargs, log_extra=discard, log_metric=discard)
     try:
-        return ("ok", check_rewards(fn(**kwargs), len(kwargs["completions"])))
+        return ("ok", check_rewards(await_if_needed(fn(**kwargs)), len(kwargs["completions"])))
     except Exception as exc:  # noqa: BLE001 - user code: the verdict is `crash`
         return ("error", f"{type(exc).__name__}: {exc}"[:500], traceback.format_exc()[-4000:])
 
@@ -116,6 +118,7 @@ class _FunctionTerm:
         self.timeout_s = float(term.get("timeout_s", 30.0))
         self.name = term.get("name") or self.spec.rpartition(":")[2]
         self.verifier = None
+        self.chunks = 1   # calls per batch, each in its own worker (set by the verifier)
 
     def check(self, where: str) -> None:
         out = self.pool.run(_PROBE, (self.spec, self.init), max(60.0, self.timeout_s))
@@ -123,12 +126,23 @@ class _FunctionTerm:
         if error:
             raise ValueError(f"{where}.fn: cannot load {self.spec!r}: {error}")
 
-    def rewards(self, responses, problems, token_ids) -> tuple[list[float | None], tuple[str, ...], dict]:
-        """(rewards, flags, error): error is {} or {"error", "traceback", "flag"} for the batch."""
+    def rewards(self, responses, problems, token_ids) -> Rows:
+        """The batch cut into `chunks` contiguous calls that run at once, one worker each (TRL
+        shards a batch across processes the same way); a failed call zeroes its rows only."""
+        n = len(responses)
+        bounds = [(n * i // self.chunks, n * (i + 1) // self.chunks) for i in range(self.chunks)]
+        bounds = [(a, b) for a, b in bounds if b > a]
+        with ThreadPoolExecutor(len(bounds)) as ex:
+            parts = list(ex.map(lambda ab: self._call(responses[ab[0]:ab[1]], problems[ab[0]:ab[1]],
+                                                      None if token_ids is None else token_ids[ab[0]:ab[1]]),
+                                bounds))
+        return join_rows(parts)
+
+    def _call(self, responses, problems, token_ids) -> Rows:
         out = self.pool.run(_CALL, (self.spec, self.init, trl_kwargs(responses, problems, token_ids)),
                             self.timeout_s)
         if out.status == "ok" and out.value[0] == "ok":
-            return out.value[1], (), {}
+            return out.value[1], [()] * len(responses), {}
         flag = "timeout" if out.status == "timeout" else "crash"
         if out.status == "ok":
             error, tb = out.value[1], out.value[2] if len(out.value) > 2 else ""
@@ -136,7 +150,8 @@ class _FunctionTerm:
             error, tb = f"no result within timeout_s={self.timeout_s:g} s", ""
         else:
             error, tb = f"the worker process died ({out.value or out.status})", ""
-        return [0.0] * len(responses), (flag,), {"error": error, "traceback": tb, "flag": flag}
+        return [0.0] * len(responses), [(flag,)] * len(responses), {"error": error, "traceback": tb,
+                                                                    "flag": flag}
 
 
 class _VerifierTerm:
@@ -149,12 +164,15 @@ class _VerifierTerm:
     def check(self, where: str) -> None:
         return None
 
-    def rewards(self, responses, problems, token_ids):
+    def rewards(self, responses, problems, token_ids) -> tuple[list[Score], list[tuple[str, ...]], dict]:
         from rlvr.verifiers.base import score_with_ids
 
-        self.scores = (score_with_ids(self.verifier, responses, problems, token_ids) if token_ids is not None
-                       else self.verifier.score_batch(responses, problems))   # ids: token-length terms
-        return [s.reward for s in self.scores], (), {}
+        scores = (score_with_ids(self.verifier, responses, problems, token_ids) if token_ids is not None
+                  else self.verifier.score_batch(responses, problems))   # ids: token-length terms
+        # a verifier that calls out (a judge) reports a failed call as the term's error
+        errors = [(s.details or {}).get("term_error") for s in scores]
+        flags: list[tuple[str, ...]] = [(str(e["flag"]),) if e else () for e in errors]
+        return scores, flags, next((e for e in errors if e), {})
 
 
 class RewardFunctionsVerifier:
@@ -171,12 +189,17 @@ class RewardFunctionsVerifier:
         if not terms:
             raise ValueError(f"{key}: give at least one reward function or verifier")
         self.pool = WorkerPool(workers, memory_mb=memory_mb)
-        self.terms = [_FunctionTerm(t, self.pool) if "fn" in t else _VerifierTerm(t) for t in terms]
+        self.terms: list[Any] = [_FunctionTerm(t, self.pool) if "fn" in t else ServiceTerm(t)
+                                 if "service" in t else _VerifierTerm(t) for t in terms]
+        functions = [t for t in self.terms if isinstance(t, _FunctionTerm)]
+        for f in functions:   # never more calls at once than workers: a step costs one timeout_s
+            f.chunks = max(1, self.pool.size // len(functions))
         names = [t.name for t in self.terms]
         for i, t in enumerate(self.terms):  # TRL-style metric names must be unique
             if names.count(t.name) > 1:
                 t.name = f"{t.name}_{i}"
         self.weights = [float(t.get("weight", 1.0)) for t in terms]
+        self.model_terms = [t.name for t in self.terms if getattr(t.verifier, "judged_by_model", False)]
         marked = [i for i, t in enumerate(terms) if t.get("primary")]
         self.primary = marked[0] if marked else 0
         for i, t in enumerate(self.terms):
@@ -189,26 +212,26 @@ class RewardFunctionsVerifier:
 
     def score_batch(self, responses: Sequence[str], problems: Sequence[Problem],
                     token_ids: Sequence[Sequence[int]] | None = None) -> list[Score]:
-        per_term: list[Sequence[float | None]] = []
-        flags: list[str] = []
-        errors: dict[str, dict] = {}
-        for t in self.terms:
-            rewards, term_flags, error = t.rewards(list(responses), list(problems), token_ids)
-            per_term.append(rewards)
-            flags.extend(term_flags)
-            if error:
-                errors[t.name] = error
+        args = (list(responses), list(problems), token_ids)
+        with ThreadPoolExecutor(len(self.terms)) as ex:   # terms at once; a function's calls too
+            results = list(ex.map(lambda t: t.rewards(*args), self.terms))
+        per_term = [[s.reward if isinstance(s, Score) else s for s in r] for r, _, _ in results]
+        errors = {t.name: e for t, (_, _, e) in zip(self.terms, results) if e}
         total = combine(per_term, self.weights)
         out = []
         for i, reward in enumerate(total):
-            primary, primary_reward = self.terms[self.primary], per_term[self.primary][i]
-            correct = (primary.scores[i].correct if isinstance(primary, _VerifierTerm)
-                       else bool(primary_reward and primary_reward > 0))
-            row_flags = tuple(dict.fromkeys(flags + (["unscorable"] if reward is None else [])))
-            details: dict[str, Any] = {"terms": {t.name: r[i] for t, r in zip(self.terms, per_term)}}
-            if errors:   # the run log reports each term's first error (`rlvr.monitor.crashes`)
-                details["error"] = "; ".join(f"{n}: {e['error']}" for n, e in errors.items())[:500]
-                details["term_errors"] = errors
+            primary = results[self.primary][0][i]
+            correct = primary.correct if isinstance(primary, Score) else bool(primary and primary > 0)
+            failed = {t.name: errors[t.name] for t, (_, f, _) in zip(self.terms, results) if f[i]}
+            row_flags = tuple(dict.fromkeys([x for _, f, _ in results for x in f[i]]
+                                            + (["unscorable"] if reward is None else [])))
+            details: dict[str, Any] = {"terms": {t.name: r[i] for t, r in zip(self.terms, per_term)},
+                                       "weights": {t.name: w for t, w in zip(self.terms, self.weights)}}
+            if self.model_terms:   # the doctor's judge_rise alarm sets these against the others
+                details["model_terms"] = self.model_terms
+            if failed:   # the run log reports each term's first error (`rlvr.monitor.crashes`)
+                details["error"] = "; ".join(f"{n}: {e['error']}" for n, e in failed.items())[:500]
+                details["term_errors"] = failed
             out.append(Score(0.0 if reward is None else reward, correct, row_flags, None, details))
         return out
 

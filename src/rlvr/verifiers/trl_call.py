@@ -7,6 +7,8 @@ Imports nothing else of rlvr's verifiers, so `base.CallableVerifier` can use it.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import math
 from typing import Any, Sequence
 
@@ -38,6 +40,17 @@ def trl_kwargs(responses: Sequence[str], problems: Sequence[Problem],
     kwargs.update(columns)
     kwargs.update(trainer_state=None, log_extra=discard, log_metric=discard)
     return kwargs
+
+
+def await_if_needed(value: Any) -> Any:
+    """The result of an `async def` reward function's coroutine (TRL accepts those), else `value`."""
+    if inspect.isawaitable(value):
+        return asyncio.run(_wait(value))
+    return value
+
+
+async def _wait(awaitable: Any) -> Any:
+    return await awaitable
 
 
 def check_rewards(rewards: Any, n: int) -> list[float | None]:
