@@ -31,7 +31,20 @@ def test_missing_local_path_fails_at_once(path, tmp_path, monkeypatch):
 
 
 def test_hub_ids_are_left_to_the_hub(tmp_path, monkeypatch):
+    """When the hub is reachable, or offline with a cached copy (rlvr.data.hub.check_hub_id)."""
+    import huggingface_hub.constants as c
+    import rlvr.data.hub as hub
+
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(hub, "hub_reachable", lambda timeout=3.0: True)
+    monkeypatch.setattr(c, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert resolve.resolve_model_path("HuggingFaceTB/SmolLM2-135M-Instruct") == \
+        "HuggingFaceTB/SmolLM2-135M-Instruct"
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(UserError, match="HF_HUB_OFFLINE is set"):
+        resolve.resolve_model_path("HuggingFaceTB/SmolLM2-135M-Instruct")
+    (tmp_path / "hub" / "models--HuggingFaceTB--SmolLM2-135M-Instruct").mkdir(parents=True)
     assert resolve.resolve_model_path("HuggingFaceTB/SmolLM2-135M-Instruct") == \
         "HuggingFaceTB/SmolLM2-135M-Instruct"
 

@@ -101,7 +101,7 @@ def load_eval_problems(args: EvalCommandConfig):
     if not args.data:
         problems = ArithmeticTask(args.digits, args.ops).heldout(args.n)
         return problems, build_verifiers({p.verifier for p in problems})
-    problems = load_problems(args.data, args.verifier)[:args.n]
+    problems = list(load_problems(args.data, args.verifier)[:args.n])
     verifiers = build_verifiers({p.verifier for p in problems})
     check_references(problems, verifiers)
     return problems, verifiers
@@ -109,11 +109,14 @@ def load_eval_problems(args: EvalCommandConfig):
 
 def _load_engine(path: str, device_spec: str = "auto"):
     from rlvr.cli.sft import _device
-    from rlvr.models.policy import BUILTIN_TINY, load_policy
+    from rlvr.models.policy import load_policy
+    from rlvr.models.resolve import resolve_model_path
     from rlvr.rollout.hf import HFEngine
 
-    if path != BUILTIN_TINY and not Path(path).exists():
-        raise UserError(f"model: {path} does not exist")
+    try:   # the names `rlvr train` takes (builtin:, .gguf, hub ids), checked before the device
+        resolve_model_path(path)
+    except UserError as exc:
+        raise UserError(str(exc).replace("model.path: ", "model: ", 1)) from None
     device = _device(device_spec)
     model, tokenizer = load_policy(path, device=device)
     return HFEngine(model, tokenizer, device=device)

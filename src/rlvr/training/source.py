@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 from rlvr.config import Config
 from rlvr.evaluation.metrics import score_groups
 from rlvr.rollout.base import SamplingParams
+from rlvr.sampling.mixture import MixtureSampler, source_metrics
 from rlvr.training.rollouts import Rollouts
 from rlvr.training.runlog import Meter
 from rlvr.training.seeds import seed_for
@@ -30,7 +31,10 @@ class RolloutSource:
         """`copy_engine` builds the private engine that runs ahead (rollout.max_staleness > 0)."""
         r = cfg.rollout
         self.engine, self.verifiers, self.sampler, self.meter = engine, verifiers, sampler, meter
-        self.sampling = SamplingParams(r.temperature, r.top_p, r.max_new_tokens, top_k=r.top_k)
+        self.sampling = SamplingParams(r.temperature, r.top_p, r.max_new_tokens, top_k=r.top_k,
+                                       min_p=r.min_p, repetition_penalty=r.repetition_penalty,
+                                       stop=tuple(r.stop), include_stop_str=r.include_stop_str,
+                                       extra=tuple(sorted(r.generation_kwargs.items())))
         self.group_size, self.dynamic, self.seed = cfg.grpo.group_size, cfg.dynamic_sampling, cfg.seed
         self.pad_id = engine.pad_id
         self.rollouts = Rollouts(self, r.max_staleness, cfg.grpo.steps, copy_engine)
@@ -47,6 +51,8 @@ class RolloutSource:
 
     def observe(self, groups: Sequence[Group]) -> None:
         self.sampler.observe(groups)
+        if isinstance(self.sampler, MixtureSampler):   # per-source counts, rewards, pass rates
+            self.meter.extras.update(source_metrics(groups, self.sampler.names))
         if getattr(self.sampler, "band", False):   # the curriculum: where the pool stands now
             counts = self.sampler.counts(self.sampler.step)
             self.meter.extras.update({f"curriculum/{k}": float(counts.get(k, 0))
