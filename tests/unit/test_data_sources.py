@@ -17,18 +17,14 @@ import pytest
 from rlvr.data import SourceSpec, load_problems
 from rlvr.data.formats import gsm8k_answer, last_boxed
 from rlvr.errors import DataError, UserError
+from rlvr.testing.hub_layout import write_hub_layout
 
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 GSM8K = SHARED / "gsm8k" / "train.jsonl"
-CARD = ("---\nconfigs:\n- config_name: main\n  data_files:\n  - split: train\n"
-        "    path: main/train-*\n---\n# gsm8k, as the hub ships it\n")
 
 
 def hub_gsm8k(folder: Path, rows: list[dict]) -> Path:
-    (folder / "main").mkdir(parents=True)
-    pq.write_table(pa.Table.from_pylist(rows), folder / "main" / "train-00000-of-00001.parquet")
-    (folder / "README.md").write_text(CARD)
-    return folder
+    return write_hub_layout(folder, {"train": rows}, "main")
 
 
 def gsm8k_rows(n: int | None = None) -> list[dict]:

@@ -111,3 +111,22 @@ def test_a_gguf_file_without_its_readers_says_which_and_how(hidden, tmp_path, mo
         resolve.resolve_model_path(str(gguf))
     models = tmp_path / "cache" / "models"
     assert not models.exists() or not any((p / "config.json").exists() for p in models.iterdir())
+
+
+@pytest.mark.parametrize("argv", [["eval", "runs/no-such-model", "--n=1"],
+                                  ["train", "model.path=runs/no-such-model", "run.progress=false"]])
+def test_every_command_refuses_a_mistyped_model_path_at_once(tmp_path, monkeypatch, capsys, argv):
+    """`rlvr eval` and `rlvr train` resolve model names alike: offline, a mistyped relative path is
+    an error at once (exit 2) naming the id and the local path tried, not a minute of hub retries."""
+    import time
+
+    from rlvr.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    start = time.monotonic()
+    code = main([*argv, f"run.dir={tmp_path / 'run'}"] if argv[0] == "train" else argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "'runs/no-such-model'" in err and f"{tmp_path}/runs/no-such-model" in err and "HF_HUB_OFFLINE" in err
+    assert time.monotonic() - start < 30 and not (tmp_path / "run").exists()

@@ -6,7 +6,7 @@
 
 from rlvr.data.rows import check_references, row_to_problem
 from rlvr.data.mixture import Mixture, eval_problems, train_problems
-from rlvr.data.sources import ProblemTable, SourceSpec, load_problems
+from rlvr.data.sources import ProblemTable, SourceSpec, load_problems, named_verifiers
 
 __all__ = ["Mixture", "ProblemTable", "SourceSpec", "check_references", "eval_problems", "load_problems",
-           "row_to_problem", "train_problems"]
+           "row_to_problem", "named_verifiers", "train_problems"]

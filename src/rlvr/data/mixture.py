@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 from rlvr.config.checks import mix_name
-from rlvr.data.sources import SourceSpec, load_problems
+from rlvr.data.sources import SourceSpec, load_problems, named_verifiers
 from rlvr.types import Problem
 
 
@@ -32,6 +32,10 @@ class Mixture(Sequence[Problem]):
 
     def __len__(self) -> int:
         return sum(len(p.problems) for p in self.parts)
+
+    @property
+    def verifier_names(self) -> set[str]:
+        return set().union(*(named_verifiers(p.problems) for p in self.parts))
 
     def __iter__(self) -> Iterator[Problem]:
         for part in self.parts:

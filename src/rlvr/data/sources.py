@@ -122,6 +122,7 @@ class ProblemTable(Sequence[Problem]):
                  default_verifier: str, prompt_field: str):
         self.ds, self.label, self.layout, self.spec = ds, label, layout, spec
         self.default_verifier, self.prompt_field = default_verifier, prompt_field
+        self.verifier_names: set[str] = set()   # filled by the validation pass
 
     def __len__(self) -> int:
         return len(self.ds)
@@ -155,18 +156,29 @@ def named(problem: Problem, name: str) -> Problem:
                    verifier=problem.verifier, metadata=problem.metadata)
 
 
-def _validated(problems, where: str) -> None:
-    """Every row once (building it validates it); ids unique."""
-    seen: dict[str, str] = {}
+def _validated(problems, where: str) -> set[str]:
+    """Every row once (building it validates it); ids unique. Returns the verifier names seen."""
+    seen: dict[str, int] = {}   # id -> row index (a million `where` strings would cost ~100 MB)
+    names: set[str] = set()
     count = 0
-    for problem in problems:
-        if problem.id in seen:
-            raise DataError(f"duplicate id {problem.id!r} (first at {seen[problem.id]})",
+    for i, problem in enumerate(problems):
+        first = seen.setdefault(problem.id, i)
+        if first != i:
+            earlier = problems[first].metadata.get("source")
+            raise DataError(f"duplicate id {problem.id!r} (first at {earlier})",
                             where=problem.metadata.get("source"))
-        seen[problem.id] = problem.metadata.get("source", "")
+        names.add(problem.verifier)
         count += 1
     if not count:
         raise DataError("no problems (the file is empty)", where=where)
+    return names
+
+
+def named_verifiers(problems: Sequence[Problem]) -> set[str]:
+    """The verifiers `problems` name: from the validation pass when it counted them (a table
+    source), else by reading every problem."""
+    known = getattr(problems, "verifier_names", None)
+    return set(known) if known is not None else {p.verifier for p in problems}
 
 
 def load_problems(path: str | Path, default_verifier: str = "", prompt_field: str = "prompt",
@@ -187,7 +199,7 @@ def load_problems(path: str | Path, default_verifier: str = "", prompt_field: st
     label = _label(path, spec)
     layout = formats.detect(set(ds.column_names), label, prompt_field, spec.columns, spec.extractor)
     table = ProblemTable(ds, label, layout, spec, default_verifier or layout.verifier, prompt_field)
-    _validated(table, label)
+    table.verifier_names = _validated(table, label)
     return table
 
 

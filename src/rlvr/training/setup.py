@@ -11,7 +11,7 @@ from itertools import chain
 from typing import Any, Sequence
 
 from rlvr.config import Config, check_launch
-from rlvr.data import Mixture, check_references, eval_problems, train_problems
+from rlvr.data import Mixture, check_references, eval_problems, named_verifiers, train_problems
 from rlvr.errors import ConfigError, UserError
 from rlvr.tasks.base import build_task, build_verifiers
 from rlvr.types import Problem
@@ -59,7 +59,7 @@ def build_problems(cfg: Config) -> tuple[dict[str, Any], Sequence[Problem], list
     train = train_problems(cfg.data, default)
     every = eval_problems(cfg.data, default)
     heldout = list(every[:cfg.data.heldout_size] if cfg.data.heldout_size else every)
-    names = {p.verifier for p in chain(train, heldout)} - set(custom)
+    names = (named_verifiers(train) | named_verifiers(heldout)) - set(custom)
     unknown = sorted(names - set(verifier_names()))
     if unknown:
         bad = next(p for p in chain(train, heldout) if p.verifier == unknown[0])
