@@ -137,7 +137,7 @@ def floor_seconds(model, dtype, prompt_tokens: int, rows: int, tokens: int, step
 
 def vllm_engine(model, tokenizer, bf16: bool):
     """rlvr's `VLLMEngine` (in-process vLLM holding its own copy of the weights) in bf16 or fp32."""
-    from rlvr.rollout.vllm import VLLMEngine
+    from rlvr.rollout.vllm.engine import VLLMEngine
 
     t0 = time.perf_counter()
     engine = VLLMEngine(model, tokenizer, options={"dtype": "bfloat16" if bf16 else "float32"})

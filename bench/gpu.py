@@ -117,7 +117,8 @@ class Rlvr:
         from rlvr.algo.losses import AGGREGATIONS
         from rlvr.rollout.base import SamplingParams
         from rlvr.rollout.hf import HFEngine
-        from rlvr.training.update import Compute, LossSpec
+        from rlvr.algo.losses import LossSpec
+        from rlvr.training.update import Compute, UpdateSpec
 
         self.device, self.args, self.tok = device, args, tokenizer
         self.model = model.to(device.torch)
@@ -126,13 +127,14 @@ class Rlvr:
                                max_batch=args.prompts * args.group_size)
         self.params = SamplingParams(temperature=1.0, max_new_tokens=args.max_new_tokens)
         self.adv = ADVANTAGES["group"]
-        self.spec = LossSpec(kl_fn=KL_ESTIMATORS["k3"], agg_fn=AGGREGATIONS["token-mean"],
-                             agg_counts_tokens=True, eps_low=0.2, eps_high=0.2, dual_clip=0.0,
-                             beta=0.0, entropy_coef=0.0, temperature=1.0)
+        self.spec = UpdateSpec(LossSpec(kl_fn=KL_ESTIMATORS["k3"], agg_fn=AGGREGATIONS["token-mean"],
+                                        eps_low=0.2, eps_high=0.2, dual_clip=0.0, beta=0.0,
+                                        entropy_coef=0.0), temperature=1.0, grad_clip=1.0)
         self.compute = Compute(device, False, args.micro_batch_tokens, self.engine.vocab_limit)
 
     def step(self, prompts: list[str], step: int) -> dict:
-        from rlvr.training.update import build_batch, update_policy
+        from rlvr.models.batch import build_batch
+        from rlvr.training.update import update_policy
         from rlvr.types import Problem
 
         problems = [Problem(f"{step}/{i}", p, verifier="none") for i, p in enumerate(prompts)]
@@ -145,7 +147,7 @@ class Rlvr:
         rewards = torch.tensor([[digit_share(c.text) for c in g.completions] for g in groups])
         t2 = time.perf_counter()
         batch = build_batch(groups, self.adv(rewards), self.engine.pad_id)
-        stats = update_policy(self.model, self.opt, batch, self.spec, grad_clip=1.0,
+        stats = update_policy(self.model, self.opt, batch, self.spec,
                               autocast=dev.bf16, compute=self.compute)
         dev.synchronize()
         t3 = time.perf_counter()

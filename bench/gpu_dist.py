@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 
 def fixed_batch(vocab: int):
-    from rlvr.training.update import Batch
+    from rlvr.models.batch import Batch
 
     g = torch.Generator().manual_seed(1)
     rows, tp, tc = 8, 6, 10
@@ -36,10 +36,10 @@ def fixed_batch(vocab: int):
 
 
 def update(model, batch, device) -> tuple[dict, dict]:
-    from rlvr.training.update import Compute, default_loss_spec, update_policy
+    from rlvr.training.update import Compute, UpdateSpec, update_policy
 
     opt = torch.optim.SGD([p for p in model.parameters()], lr=0.0)   # lr 0: the grads stay to compare
-    stats = update_policy(model, opt, batch, default_loss_spec(), mu=2, minibatch_size=4, grad_clip=0.0,
+    stats = update_policy(model, opt, batch, UpdateSpec(mu=2, minibatch_size=4, grad_clip=0.0),
                           compute=Compute(device), generator=torch.Generator().manual_seed(5))
     grads = {n.removeprefix("module."): (p.grad.full_tensor() if hasattr(p.grad, "full_tensor") else p.grad)
              for n, p in model.named_parameters()}

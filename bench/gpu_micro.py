@@ -166,7 +166,8 @@ def check_decode_speed(args, device, big: Big) -> dict:
 
 
 def check_logprob_parity(args, device, big: Big) -> dict:
-    from rlvr.training.update import Compute, _logp_and_entropy, build_batch
+    from rlvr.models.batch import build_batch
+    from rlvr.training.update import Compute, _logp_and_entropy
 
     ones = torch.ones(len(big.groups), args.group_size)
     batch = build_batch(big.groups, ones, big.engine.pad_id).to(device)
@@ -183,7 +184,8 @@ def check_logprob_parity(args, device, big: Big) -> dict:
 def check_update_speed(args, device, big: Big) -> dict:
     from rlvr.algo.advantages import ADVANTAGES
     from rlvr.training import gpu_forward
-    from rlvr.training.update import Compute, build_batch, default_loss_spec, update_policy
+    from rlvr.models.batch import build_batch
+    from rlvr.training.update import Compute, UpdateSpec, update_policy
 
     rewards = torch.rand(len(big.groups), args.group_size, generator=torch.Generator().manual_seed(0))
     batch = build_batch(big.groups, ADVANTAGES["group"](rewards), big.engine.pad_id)
@@ -197,7 +199,7 @@ def check_update_speed(args, device, big: Big) -> dict:
             device.synchronize()
             device.reset_peak_memory()
             t0 = time.perf_counter()
-            update_policy(big.model, opt, batch, default_loss_spec(), autocast=device.bf16, compute=compute)
+            update_policy(big.model, opt, batch, UpdateSpec(), autocast=device.bf16, compute=compute)
             device.synchronize()
             s = time.perf_counter() - t0
         out[name] = {"micro_batch_tokens": budget, "s": round(s, 4), "tok_s": round(tokens / s),

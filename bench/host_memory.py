@@ -52,7 +52,8 @@ def child(args) -> dict:
 
     from rlvr.models.device import cpu_computes_bf16, host_allocator, trim_host_heap
     from rlvr.models.policy import load_policy
-    from rlvr.training.update import Batch, Compute, default_loss_spec, update_policy
+    from rlvr.models.batch import Batch
+    from rlvr.training.update import Compute, UpdateSpec, update_policy
 
     torch.set_num_threads(args.threads)
     path, variant = args.child
@@ -60,7 +61,7 @@ def child(args) -> dict:
     model, _ = load_policy(args.model)
     batch = Batch(**torch.load(path))
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, betas=(0.9, 0.99), weight_decay=0.0)
-    compute, spec = Compute(micro_batch_tokens=args.micro_batch_tokens), default_loss_spec(0.7)
+    compute, spec = Compute(micro_batch_tokens=args.micro_batch_tokens), UpdateSpec(temperature=0.7)
     gen, autocast = torch.Generator().manual_seed(0), cpu_computes_bf16()
     steps = []
     for k in range(args.updates):

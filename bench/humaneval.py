@@ -21,7 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from rlvr.types import Problem
-from rlvr.verifiers.code import CodeVerifier
+from rlvr.verifiers.code import CodeSpec, CodeVerifier
 from rlvr.verifiers.sandbox.spec import parse_tests
 
 
@@ -36,7 +36,7 @@ def programs(problems: list[dict]) -> list[tuple[dict, str, str, bool]]:
 
 def ours(items: list, workers: int, timeout: float, tier: str | None
          ) -> tuple[float, list[bool], dict]:
-    verifier = CodeVerifier(workers=workers, timeout_s=timeout, extract="raw", tier=tier)
+    verifier = CodeVerifier(CodeSpec(workers=workers, timeout_s=timeout, extract="raw", tier=tier))
     try:
         verifier.pool.start()
         probs = [Problem(p["task_id"], p["prompt"], {"entry_point": p["entry_point"],

@@ -36,7 +36,7 @@ _spec.loader.exec_module(bench)
 
 def _loss_and_grad(model, batch, adv, autocast: bool):
     """rlvr's loss on this batch (as update_policy computes it, μ = 1) and its gradient."""
-    from rlvr.algo.losses import grpo_loss
+    from rlvr.algo.losses import LossSpec, grpo_loss
     from rlvr.training.update import _logp_and_entropy
 
     norm = float(batch.completion_mask.sum())
@@ -49,7 +49,7 @@ def _loss_and_grad(model, batch, adv, autocast: bool):
     work = b.rows(rows).trimmed()
     logp, _ = _logp_and_entropy(model, work, 1.0, autocast)
     loss, _ = grpo_loss(logp, logp.detach(), work.advantages, work.completion_mask.float(),
-                        eps_low=0.2, eps_high=0.2, norm=norm)
+                        LossSpec(eps_low=0.2, eps_high=0.2), norm=norm)
     grads = torch.autograd.grad(loss, params, allow_unused=True)
     return float(loss.detach()), [torch.zeros_like(p) if g is None else g for g, p in zip(grads, params)]
 
@@ -71,19 +71,20 @@ class Replay:
 
     def __init__(self, model, args, autocast: bool):
         from rlvr.algo.kl import kl_k3
-        from rlvr.algo.losses import token_mean
-        from rlvr.training.update import LossSpec
+        from rlvr.algo.losses import LossSpec, token_mean
+        from rlvr.training.update import UpdateSpec
 
         self.model, self.autocast = copy.deepcopy(model), autocast
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=args.lr, betas=(0.9, 0.99), weight_decay=0.0)
-        self.spec = LossSpec(kl_fn=kl_k3, agg_fn=token_mean, agg_counts_tokens=True, eps_low=0.2,
-                             eps_high=0.2, dual_clip=0.0, beta=0.0, entropy_coef=0.0, temperature=1.0)
+        self.spec = UpdateSpec(LossSpec(kl_fn=kl_k3, agg_fn=token_mean, eps_low=0.2, eps_high=0.2,
+                                        dual_clip=0.0, beta=0.0, entropy_coef=0.0),
+                               temperature=1.0, grad_clip=1.0)
         self.grad_norms: list[float] = []
 
     def step(self, batch) -> None:
         from rlvr.training.update import update_policy
 
-        stats = update_policy(self.model, self.opt, batch, self.spec, grad_clip=1.0, autocast=self.autocast)
+        stats = update_policy(self.model, self.opt, batch, self.spec, autocast=self.autocast)
         self.grad_norms.append(stats.get("grad_norm", 0.0))
 
 
@@ -105,7 +106,7 @@ def main(argv=None) -> dict:
     from rlvr.sampling.sampler import TaskSampler
     from rlvr.tasks.base import build_task
     from rlvr.training.setup import set_threads
-    from rlvr.training.update import Batch
+    from rlvr.models.batch import Batch
 
     quiet_transformers()
     set_threads(args.threads)

@@ -24,7 +24,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from rlvr.types import Problem
-from rlvr.verifiers.code import CodeVerifier
+from rlvr.verifiers.code import CodeSpec, CodeVerifier
 from rlvr.verifiers.sandbox import cgroup
 from rlvr.verifiers.sandbox.pool import SandboxPool
 
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         jobs_per_s, cpu_ms = throughput(pool, args.jobs)
         python = pool.caps.python
         tier = pool.tier
-    verifier = CodeVerifier(workers=args.workers, tier=args.tier)
+    verifier = CodeVerifier(CodeSpec(workers=args.workers, tier=args.tier))
     try:
         verifier.pool.start()
         verified_per_s = verifier_throughput(verifier, args.jobs // 2)

@@ -47,7 +47,7 @@ def capture(args) -> None:
     def saving(model, optimizer, batch, spec, **kw):
         if count[0] == 0:
             torch.save(model.state_dict(), out / "weights.pt")
-        keep = {k: kw[k] for k in ("mu", "minibatch_size", "grad_clip", "skip_zero_advantage", "autocast")}
+        keep = {"autocast": kw["autocast"]}   # mu, minibatch_size, grad_clip: in the spec
         torch.save({"batch": batch, "spec": spec, "kw": keep, "compute": kw["compute"]}, out / f"{count[0]:03d}.pt")
         count[0] += 1
         return plain(model, optimizer, batch, spec, **kw)

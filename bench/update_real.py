@@ -69,7 +69,7 @@ def sample_batch(model, tokenizer, args, autocast: bool):
     from rlvr.rollout.base import SamplingParams
     from rlvr.rollout.hf import HFEngine
     from rlvr.tasks.word_problems import WordProblemsTask
-    from rlvr.training.update import build_batch
+    from rlvr.models.batch import build_batch
 
     engine = HFEngine(model, tokenizer, autocast_bf16=autocast)
     problems = WordProblemsTask().sample(random.Random(0), args.prompts)
@@ -108,7 +108,7 @@ def main(argv=None) -> dict:
     from rlvr.models.device import TRIM_EVERY_STEPS, cpu_computes_bf16, host_allocator, trim_host_heap
     from rlvr.models.policy import load_policy
     from rlvr.training import update
-    from rlvr.training.update import Compute, default_loss_spec, update_policy
+    from rlvr.training.update import Compute, UpdateSpec, update_policy
 
     if args.no_heap_kept:
         update.host_heap_kept = contextlib.nullcontext
@@ -139,7 +139,7 @@ def main(argv=None) -> dict:
             trim_host_heap()   # as a run does at those steps' starts
         rss.turn = "update"
         t0 = time.perf_counter()
-        update_policy(model, optimizer, batch, default_loss_spec(args.temperature), autocast=autocast,
+        update_policy(model, optimizer, batch, UpdateSpec(temperature=args.temperature), autocast=autocast,
                       compute=compute)
         secs.append(time.perf_counter() - t0)
         rss.turn = "floor"
@@ -147,7 +147,7 @@ def main(argv=None) -> dict:
     peaks = rss.stop()
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt   # the whole process: compare A/B only
     if args.profile:
-        profile_update(lambda: update_policy(model, optimizer, batch, default_loss_spec(args.temperature),
+        profile_update(lambda: update_policy(model, optimizer, batch, UpdateSpec(temperature=args.temperature),
                                              autocast=autocast, compute=compute))
     update_s, rate = statistics.median(secs), statistics.median(rates)
     floor_s, strict_s = 6 * params * real / rate, 6 * params * trained / rate

@@ -31,7 +31,7 @@ def _batch(model, tok, groups: int, max_new: int, bf16: bool):
     from rlvr.rollout.base import SamplingParams
     from rlvr.rollout.hf import HFEngine
     from rlvr.tasks.base import build_task
-    from rlvr.training.update import build_batch
+    from rlvr.models.batch import build_batch
 
     task = build_task(load(PRESETS / "smollm2.yaml", []))
     sampled = HFEngine(model, tok, device=Device.cpu(bf16)).generate(

@@ -33,7 +33,7 @@ def main() -> None:
     from rlvr.models.policy import load_policy
     from rlvr.rollout.base import SamplingParams
     from rlvr.rollout.hf import HFEngine
-    from rlvr.rollout.vllm_servers import VLLMServerEngine
+    from rlvr.rollout.vllm.servers import VLLMServerEngine
     from rlvr.tasks.arithmetic import ArithmeticTask
 
     torch.set_num_threads(1)

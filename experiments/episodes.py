@@ -16,7 +16,8 @@ import torch
 from rlvr.agents.episode import Budget, episode_metrics, run_episodes
 from rlvr.algo.advantages import group_advantages
 from rlvr.rollout.base import SamplingParams
-from rlvr.training.update import build_batch, update_policy
+from rlvr.models.batch import build_batch
+from rlvr.training.update import update_policy
 from rlvr.types import Problem
 
 

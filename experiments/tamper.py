@@ -28,7 +28,7 @@ from rlvr.agents.workspace import Workspace
 from rlvr.rollout.base import SamplingParams
 from rlvr.tasks.agentic import EXTRA_CHARS, AgenticTask
 from rlvr.training.sft import sft_episodes
-from rlvr.training.update import default_loss_spec
+from rlvr.training.update import UpdateSpec
 
 NAME = "tamper"
 TAMPER_SHARE = 0.2
@@ -63,7 +63,7 @@ def run_arm(arm: str, path: str, task, pool, steps: int, heldout, save_to: str =
     judge_env = lambda p: Workspace(pool)                                     # noqa: E731
     records = [{"step": 0, **evaluate(engine, tok, heldout, judge_env, BUDGET)}]
     say(f"{arm}: step 0 held-out success {records[0]['eval/success']:.1%}")
-    params, spec = SamplingParams(temperature=1.0), default_loss_spec()
+    params, spec = SamplingParams(temperature=1.0), UpdateSpec()
     for step in range(steps):
         problems = task.sample(random.Random(f"{NAME}/{step}"), PROMPTS)
         rec = grpo_step(model, opt, engine, tok, problems, GROUP, train_env, params, BUDGET,

@@ -67,14 +67,13 @@ def episode_grads():
 
     import torch
 
-    from rlvr.training.update import default_loss_spec
-    from rlvr.training.update import update_policy
+    from rlvr.training.update import UpdateSpec, update_policy
 
     def by_update(model, batch):
         m = copy.deepcopy(model)
         opt = torch.optim.SGD(m.parameters(), lr=1.0)
         before = [p.detach().clone() for p in m.parameters()]
-        update_policy(m, opt, batch, default_loss_spec(), grad_clip=0.0, skip_zero_advantage=False)
+        update_policy(m, opt, batch, UpdateSpec(grad_clip=0.0, skip_zero_advantage=False))
         return [b - p.detach() for b, p in zip(before, m.parameters())]
 
     def reference(model, groups, adv, mask_of):

@@ -9,7 +9,7 @@ from typing import Any
 
 from rlvr.config import Config
 from rlvr.training.run import Run
-from rlvr.training.update import build_batch
+from rlvr.models.batch import build_batch
 
 
 # The LR schedule follows training steps; a step whose groups all had zero advantage makes no

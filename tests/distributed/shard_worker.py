@@ -37,15 +37,16 @@ def one_update(train_model, groups, pad_id, dp=None) -> dict[str, float]:
     """One GRPO update with SGD (lr 1: the weight change is the clipped gradient) on `groups`,
     with fixed advantages (a random model earns no reward)."""
     from rlvr.algo.kl import KL_ESTIMATORS
-    from rlvr.algo.losses import AGGREGATIONS
-    from rlvr.training.update import LossSpec, build_batch, update_policy
+    from rlvr.algo.losses import AGGREGATIONS, LossSpec
+    from rlvr.models.batch import build_batch
+    from rlvr.training.update import UpdateSpec, update_policy
 
     adv = torch.randn(len(groups), N, generator=torch.Generator().manual_seed(5))
-    spec = LossSpec(kl_fn=KL_ESTIMATORS["k3"], agg_fn=AGGREGATIONS["token-mean"], agg_counts_tokens=True,
-                    eps_low=0.2, eps_high=0.2, dual_clip=0.0, beta=0.0, entropy_coef=0.0, temperature=1.0)
+    spec = UpdateSpec(LossSpec(kl_fn=KL_ESTIMATORS["k3"], agg_fn=AGGREGATIONS["token-mean"], eps_low=0.2,
+                               eps_high=0.2, dual_clip=0.0, beta=0.0, entropy_coef=0.0),
+                      temperature=1.0, grad_clip=GRAD_CLIP)
     optimizer = torch.optim.SGD(train_model.parameters(), lr=LR)
-    return update_policy(train_model, optimizer, build_batch(groups, adv, pad_id), spec,
-                         grad_clip=GRAD_CLIP, dp=dp)
+    return update_policy(train_model, optimizer, build_batch(groups, adv, pad_id), spec, dp=dp)
 
 
 def main(mode: str, out: str) -> None:

@@ -1,7 +1,7 @@
 """`rollout.engine: ray` on a local Ray cluster, checked by what must be equal, not by learning.
 
 - Each of the 2 rollout actors returns, for its share (problems i, i + 2, ...), exactly the groups
-  a one-process `HFEngine` returns on that share with that actor's seed (`actor_seed(seed, i)`):
+  a one-process `HFEngine` returns on that share with that actor's seed (`seed_for(seed, f"actor{i}")`):
   the same tokens, the same behaviour log-probs (bitwise: the same CPU arithmetic in both
   processes, one thread each), in problem order, stamped with the call's seed and weight version.
 - After one update in the driver and `load_weights`, the actors sample from the updated weights:
@@ -31,12 +31,12 @@ def _expected(model, tok, problems, params, seed, version):
     """What the Ray engine must return: a one-process HFEngine on each actor's share, with the
     actor's seed, put back in problem order and stamped with the call's seed."""
     from rlvr.rollout.hf import HFEngine
-    from rlvr.rollout.ray import actor_seed
+    from rlvr.models.device import seed_for
 
     local = HFEngine(model, tok)
     out = [None] * len(problems)
     for i in range(WORKERS):
-        out[i::WORKERS] = local.generate(problems[i::WORKERS], N, params, actor_seed(seed, i))
+        out[i::WORKERS] = local.generate(problems[i::WORKERS], N, params, seed_for(seed, f"actor{i}"))
     for g in out:
         g.policy_version, g.seed = version, seed
     return out
@@ -48,14 +48,16 @@ def _one_update(model, groups, pad_id) -> None:
     import torch
 
     from rlvr.algo.kl import KL_ESTIMATORS
-    from rlvr.algo.losses import AGGREGATIONS
-    from rlvr.training.update import LossSpec, build_batch, update_policy
+    from rlvr.algo.losses import AGGREGATIONS, LossSpec
+    from rlvr.models.batch import build_batch
+    from rlvr.training.update import UpdateSpec, update_policy
 
     adv = torch.randn(len(groups), N, generator=torch.Generator().manual_seed(5))
-    spec = LossSpec(kl_fn=KL_ESTIMATORS["k3"], agg_fn=AGGREGATIONS["token-mean"], agg_counts_tokens=True,
-                    eps_low=0.2, eps_high=0.2, dual_clip=0.0, beta=0.0, entropy_coef=0.0, temperature=1.0)
+    spec = UpdateSpec(LossSpec(kl_fn=KL_ESTIMATORS["k3"], agg_fn=AGGREGATIONS["token-mean"], eps_low=0.2,
+                               eps_high=0.2, dual_clip=0.0, beta=0.0, entropy_coef=0.0),
+                      temperature=1.0, grad_clip=0.0)
     update_policy(model, torch.optim.SGD(model.parameters(), lr=3.0), build_batch(groups, adv, pad_id),
-                  spec, grad_clip=0.0)
+                  spec)
 
 
 def test_each_ray_actor_samples_its_share_like_one_process():

@@ -24,7 +24,7 @@ OPTIONS = {"max_model_len": 128, "kv_cache_memory_bytes": 256 * 2**20}
 
 def _python() -> str:
     from rlvr.errors import ConfigError
-    from rlvr.rollout.vllm_launch import server_python
+    from rlvr.rollout.vllm.launch import server_python
 
     try:
         return server_python(os.environ.get("RLVR_VLLM_PYTHON", ""))
@@ -53,7 +53,7 @@ def _max_delta(policy, groups) -> float:
 def test_servers_placed_by_ray(monkeypatch):
     from rlvr.models.policy import load_policy
     from rlvr.rollout.base import SamplingParams
-    from rlvr.rollout.vllm_servers import VLLMServerEngine
+    from rlvr.rollout.vllm.servers import VLLMServerEngine
     from rlvr.tasks.arithmetic import ArithmeticTask
 
     python = _python()

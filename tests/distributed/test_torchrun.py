@@ -6,7 +6,7 @@
   where the no-grad old-log-prob forward leaves the root's parameters unsharded (once a crash:
   the fused path on mixed DTensor/Tensor weights).
 - Each rank's share of the groups (problems r, r + 2, ...) is exactly what a one-process HFEngine
-  samples on that share with the rank's seed (`rank_seed(seed, r)`), tokens and behaviour log-probs
+  samples on that share with the rank's seed (`seed_for(seed, f"rank{r}")`), tokens and behaviour log-probs
   bitwise; the weights after one SGD update (lr 1) on those groups are the one-process update's
   (tolerance 1e-6 absolute: the update is the clipped gradient, which matches to that bound, see
   above; measured 3.4e-8); after `load_weights` each rank samples from the updated weights
@@ -97,12 +97,12 @@ def _one_process_shards(model, tok, seed: int) -> list:
     from shard_worker import N, params, problems
 
     from rlvr.rollout.hf import HFEngine
-    from rlvr.training.distributed import rank_seed
+    from rlvr.models.device import seed_for
 
     local, todo = HFEngine(model, tok), problems()
     out: list = [None] * len(todo)
     for r in range(2):
-        out[r::2] = local.generate(todo[r::2], N, params(), rank_seed(seed, r))
+        out[r::2] = local.generate(todo[r::2], N, params(), seed_for(seed, f"rank{r}"))
     return out
 
 

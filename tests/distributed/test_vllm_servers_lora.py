@@ -23,7 +23,7 @@ SRC = Path(__file__).parent.parent.parent / "src"
 
 def test_lora_run_on_a_server_trains_on_its_samples(tmp_path, cold_start_model):
     from rlvr.errors import ConfigError
-    from rlvr.rollout.vllm_launch import server_python
+    from rlvr.rollout.vllm.launch import server_python
 
     try:
         python = server_python(os.environ.get("RLVR_VLLM_PYTHON", ""))

@@ -11,9 +11,10 @@ import sys
 import torch
 
 from rlvr.algo.kl import KL_ESTIMATORS
-from rlvr.algo.losses import AGGREGATIONS
+from rlvr.algo.losses import AGGREGATIONS, LossSpec
 from rlvr.models.policy import load_policy
-from rlvr.training.update import Batch, LossSpec, update_policy
+from rlvr.models.batch import Batch
+from rlvr.training.update import UpdateSpec, update_policy
 
 
 def fixed_batch(vocab: int) -> Batch:
@@ -39,11 +40,13 @@ def main(mode: str, out: str, mu: int = 1, minibatch: int = 0) -> None:
         dp = DataParallel(mode)
     train_model = dp.wrap(model) if dp else model
     optimizer = torch.optim.SGD(train_model.parameters(), lr=0.0)
-    spec = LossSpec(kl_fn=KL_ESTIMATORS["k3"], agg_fn=AGGREGATIONS["token-mean"], agg_counts_tokens=True,
-                    eps_low=0.2, eps_high=0.2, dual_clip=0.0, beta=0.0, entropy_coef=0.0, temperature=1.0)
+    spec = UpdateSpec(LossSpec(kl_fn=KL_ESTIMATORS["k3"], agg_fn=AGGREGATIONS["token-mean"], eps_low=0.2,
+                               eps_high=0.2, dual_clip=0.0, beta=0.0, entropy_coef=0.0),
+                      temperature=1.0, grad_clip=0.05,
+                      mu=mu, minibatch_size=minibatch)
     batch = fixed_batch(model.config.vocab_size)
-    stats = update_policy(train_model, optimizer, batch, spec, grad_clip=0.05, dp=dp, mu=mu,
-                          minibatch_size=minibatch, generator=torch.Generator().manual_seed(5))
+    stats = update_policy(train_model, optimizer, batch, spec, dp=dp,
+                          generator=torch.Generator().manual_seed(5))
     grads = {}
     for name, p in train_model.named_parameters():
         grad = p.grad.full_tensor() if hasattr(p.grad, "full_tensor") else p.grad

@@ -18,7 +18,7 @@ pytest.importorskip("vllm", reason="vllm is not installed here: tests/engine_vll
 @pytest.fixture(scope="module")
 def setup():
     from rlvr.models.policy import load_policy
-    from rlvr.rollout.vllm import VLLMEngine
+    from rlvr.rollout.vllm.engine import VLLMEngine
     from rlvr.tasks.arithmetic import ArithmeticTask
 
     policy, tok = load_policy("builtin:tiny-llama", seed=0)

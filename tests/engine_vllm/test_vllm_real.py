@@ -21,7 +21,7 @@ except (metadata.PackageNotFoundError, ImportError):
 @pytest.fixture(scope="module")
 def setup():
     from rlvr.models.policy import load_policy
-    from rlvr.rollout.vllm import VLLMEngine
+    from rlvr.rollout.vllm.engine import VLLMEngine
     from rlvr.tasks.word_problems import WordProblemsTask
 
     policy, tok = load_policy("builtin:smollm2-135m-instruct", seed=0)

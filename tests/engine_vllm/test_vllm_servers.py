@@ -23,7 +23,7 @@ OPTIONS = {"max_model_len": 128, "kv_cache_memory_bytes": 256 * 2**20}
 @pytest.fixture(scope="module")
 def setup():
     from rlvr.models.policy import load_policy
-    from rlvr.rollout.vllm_servers import VLLMServerEngine
+    from rlvr.rollout.vllm.servers import VLLMServerEngine
     from rlvr.tasks.arithmetic import ArithmeticTask
 
     policy, tok = load_policy("builtin:tiny-llama", seed=0)
@@ -80,7 +80,7 @@ def test_two_servers_sample_what_one_server_samples(setup):
 
 def test_every_server_loads_the_trainers_tensors_and_the_canary_stays_small(setup):
     from rlvr.rollout.base import SamplingParams
-    from rlvr.rollout.vllm_worker import state_hash
+    from rlvr.rollout.vllm.worker import state_hash
 
     policy, engine, problems = setup
     greedy = SamplingParams(max_new_tokens=12, greedy=True)
@@ -138,7 +138,7 @@ def test_a_killed_server_is_restarted_and_the_call_returns_the_same_groups(setup
 
 
 def test_a_server_started_by_hand_serves_by_url_and_its_death_names_it(setup, tmp_path, monkeypatch):
-    """`rollout.vllm_urls`: a server started with `python -m rlvr.rollout.vllm_server` serves what
+    """`rollout.vllm_urls`: a server started with `python -m rlvr.rollout.vllm.server` serves what
     the started servers serve; the trainer's close leaves it running (it is not the trainer's);
     once it is killed, the next call fails at once naming host:port (nothing here can restart it)."""
     import json
@@ -148,16 +148,16 @@ def test_a_server_started_by_hand_serves_by_url_and_its_death_names_it(setup, tm
     import time
 
     from rlvr.rollout.base import SamplingParams
-    from rlvr.rollout.vllm_launch import server_env
-    from rlvr.rollout.vllm_server import READY
-    from rlvr.rollout.vllm_servers import VLLMServerEngine
+    from rlvr.rollout.vllm.launch import server_env
+    from rlvr.rollout.vllm.server import READY
+    from rlvr.rollout.vllm.servers import VLLMServerEngine
 
     policy, engine, problems = setup
     key, model, log = secrets.token_hex(16), tmp_path / "model", tmp_path / "server.log"
     policy.save_pretrained(model)
     engine.tokenizer.save_pretrained(model)
     with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "rlvr.rollout.vllm_server", "--model", str(model),
+        proc = subprocess.Popen([sys.executable, "-m", "rlvr.rollout.vllm.server", "--model", str(model),
                                  "--options", json.dumps({**OPTIONS, "dtype": "float32"})],
                                 env=server_env(key), stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)

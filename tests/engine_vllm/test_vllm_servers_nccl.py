@@ -28,7 +28,7 @@ def _ids(groups):
 def test_weights_reach_a_gpu_server_by_nccl_broadcast(monkeypatch):
     from rlvr.models.policy import load_policy
     from rlvr.rollout.base import SamplingParams
-    from rlvr.rollout.vllm_servers import VLLMServerEngine
+    from rlvr.rollout.vllm.servers import VLLMServerEngine
     from rlvr.tasks.arithmetic import ArithmeticTask
 
     policy, tok = load_policy("builtin:tiny-llama", seed=0)

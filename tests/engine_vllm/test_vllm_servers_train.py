@@ -102,7 +102,7 @@ def _servers_of(pid: int) -> list[int]:
             cmd = (entry / "cmdline").read_bytes()
         except (OSError, ValueError, IndexError):
             continue
-        if ppid == pid and b"rlvr.rollout.vllm_server" in cmd:
+        if ppid == pid and b"rlvr.rollout.vllm.server" in cmd:
             found.append(int(entry.name))
     return found
 

@@ -18,13 +18,14 @@ if not hasattr(vf, "SingleTurnEnv"):      # verifiers 0.4 dropped the classic AP
 
 from datasets import Dataset  # noqa: E402
 
-from rlvr.training.update import default_loss_spec  # noqa: E402
+from rlvr.training.update import UpdateSpec  # noqa: E402
 from rlvr.agents.vf import VerifiersRollouts, problems_from_env  # noqa: E402
 from rlvr.algo.advantages import group_advantages  # noqa: E402
 from rlvr.models.tiny import ASCII_CHARS, build_model  # noqa: E402
 from rlvr.rollout.base import SamplingParams  # noqa: E402
 from rlvr.rollout.hf import HFEngine  # noqa: E402
-from rlvr.training.update import build_batch, update_policy  # noqa: E402
+from rlvr.models.batch import build_batch  # noqa: E402
+from rlvr.training.update import update_policy  # noqa: E402
 
 # Multi-character entries the encoder never produces (it splits single characters) but the model
 # can sample: re-encoding the decoded text of a turn would not give back the sampled ids.
@@ -210,7 +211,7 @@ def test_one_grpo_step_changes_weights(tiny):
     before = [p.detach().clone() for p in model.parameters()]
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     stats = update_policy(model, opt, build_batch(groups, group_advantages(rewards), tok.pad_token_id),
-                          default_loss_spec())
+                          UpdateSpec())
     assert torch.isfinite(torch.tensor(stats["loss"]))
     assert any(not torch.equal(b, p) for b, p in zip(before, model.parameters()))
 

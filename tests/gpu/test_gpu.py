@@ -28,7 +28,8 @@ def _engine_vs_trainer(bf16: bool, vocab_pad: int = 0):
     from rlvr.rollout.base import SamplingParams
     from rlvr.rollout.hf import HFEngine
     from rlvr.tasks.arithmetic import ArithmeticTask
-    from rlvr.training.update import Compute, _logp_and_entropy, build_batch
+    from rlvr.models.batch import build_batch
+    from rlvr.training.update import Compute, _logp_and_entropy
 
     model, tok = build_model(seed=1, hidden=128, layers=4, heads=4, mlp=512)
     if vocab_pad:

@@ -8,7 +8,6 @@ Marked `gpu`: collected everywhere, skipped without CUDA (tests/conftest.py).
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 
 import pytest
@@ -129,7 +128,9 @@ def test_lora_update_with_a_kl_reference():
     from rlvr.models.lora import AdaptersDisabled, apply_lora
     from rlvr.rollout.base import SamplingParams
     from rlvr.tasks.arithmetic import make_problem
-    from rlvr.training.update import Compute, build_batch, default_loss_spec, update_policy
+    from rlvr.algo.losses import LossSpec
+    from rlvr.models.batch import build_batch
+    from rlvr.training.update import Compute, UpdateSpec, update_policy
 
     model, engine, device = _setup()
     problems = [make_problem(12, 345, "+"), make_problem(7, 8, "+")]
@@ -138,7 +139,7 @@ def test_lora_update_with_a_kl_reference():
                                                target_modules=("q_proj", "v_proj")), "tiny")
     batch = build_batch(groups, torch.randn(2, 4), engine.pad_id)
     opt = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=1e-3)
-    spec = dataclasses.replace(default_loss_spec(), beta=0.04)
+    spec = UpdateSpec(LossSpec(beta=0.04))
     stats = update_policy(policy, opt, batch, spec, reference=AdaptersDisabled(policy),
                           compute=Compute(device))
     assert torch.isfinite(torch.tensor(stats["loss"])) and "kl" in stats

@@ -28,7 +28,7 @@ if os.environ.get("RLVR_BWRAP_SITE"):
 
 import items  # noqa: E402
 from rlvr.types import Problem  # noqa: E402
-from rlvr.verifiers.code import CodeVerifier  # noqa: E402
+from rlvr.verifiers.code import CodeSpec, CodeVerifier  # noqa: E402
 
 SECRET_ENV = "RLVR_REDTEAM_SECRET"
 
@@ -283,8 +283,8 @@ def run_suite(tier, timeout_s=1.0, corpus=None, only=None, builtin=True):
 
 def _run_suite(tier, timeout_s, corpus, only, builtin, unsafe):
     ctx = Context()
-    verifier = CodeVerifier(tier=tier, timeout_s=timeout_s, mem_mb=512, workers=2,
-                            allow_unsafe=unsafe)
+    verifier = CodeVerifier(CodeSpec(tier=tier, timeout_s=timeout_s, mem_mb=512, workers=2,
+                                     allow_unsafe=unsafe))
     try:
         verifier.pool.start()
         baseline = started_here()

@@ -14,7 +14,7 @@ from rlvr.models.tiny import CHARS, build_model
 from rlvr.rollout.base import SamplingParams
 from rlvr.rollout.hf import HFEngine
 from rlvr.tasks.agentic import EXTRA_CHARS
-from rlvr.training.update import build_batch
+from rlvr.models.batch import build_batch
 from rlvr.types import Problem, Score
 
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from rlvr.algo.kl import KL_ESTIMATORS
-from rlvr.algo.losses import AGGREGATIONS, clipped_surrogate, grpo_loss, token_entropy
+from rlvr.algo.losses import AGGREGATIONS, LossSpec, clipped_surrogate, grpo_loss, token_entropy
 
 torch.set_num_threads(1)
 
@@ -124,9 +124,9 @@ def test_grpo_loss_equals_paper_formula(mode):
     mask = [[1, 1, 1, 1], [1, 1, 1, 0], [1, 1, 0, 0]]
     adv = [0.8, -1.1, 0.3]
     t = lambda x: torch.tensor(x, dtype=torch.float64)  # noqa: E731
-    loss, stats = grpo_loss(t(logp), t(old), t(adv), t(mask), eps_low=0.2, eps_high=0.28,
-                            ref_logp=t(ref), beta=0.04, kl_fn=KL_ESTIMATORS["k3"],
-                            agg_fn=AGGREGATIONS[mode], entropy=t(ent), entropy_coef=0.01)
+    spec = LossSpec(eps_low=0.2, eps_high=0.28, beta=0.04, kl_fn=KL_ESTIMATORS["k3"],
+                    agg_fn=AGGREGATIONS[mode], entropy_coef=0.01)
+    loss, stats = grpo_loss(t(logp), t(old), t(adv), t(mask), spec, ref_logp=t(ref), entropy=t(ent))
     expected = _reference_grpo(logp, old, adv, mask, ref, 0.04, 0.2, 0.28, ent, 0.01, mode)
     assert loss.item() == pytest.approx(expected, rel=1e-12)
     # 9 tokens. log-ratios: seq 0 (A>0) 0.3 (ρ=1.35 > 1.28: high-clipped), 0, −1.0, 0.1;
@@ -142,7 +142,7 @@ def test_grpo_loss_equals_paper_formula(mode):
 def test_grpo_loss_stats_without_reference_or_entropy():
     logp = torch.zeros(2, 3, requires_grad=True)
     loss, stats = grpo_loss(logp, torch.zeros(2, 3), torch.tensor([1.0, -1.0]),
-                            torch.ones(2, 3), eps_low=0.2, eps_high=0.2)
+                            torch.ones(2, 3), LossSpec(eps_low=0.2, eps_high=0.2))
     assert "kl" not in stats and "entropy" not in stats
     assert stats["ratio/mean"].item() == 1.0 and not stats["ratio/mean"].requires_grad
     assert loss.item() == 0.0  # +1 and −1 advantages cancel at ρ = 1
@@ -160,15 +160,27 @@ def test_minibatches_with_global_norm_accumulate_to_the_whole_batch(mode):
     adv = torch.randn(b, generator=g, dtype=torch.float64)
     lengths = torch.tensor([5, 1, 3, 4, 2, 5])
     mask = (torch.arange(t)[None] < lengths[:, None]).double()
-    kw = dict(eps_low=0.2, eps_high=0.3, ref_logp=ref, beta=0.1, agg_fn=AGGREGATIONS[mode])
-    whole, _ = grpo_loss(logp, old, adv, mask, **kw)
+    spec = LossSpec(eps_low=0.2, eps_high=0.3, beta=0.1, agg_fn=AGGREGATIONS[mode])
+    whole, _ = grpo_loss(logp, old, adv, mask, spec, ref_logp=ref)
     (whole_grad,) = torch.autograd.grad(whole, logp)
     norm = float(mask.sum()) if mode == "token-mean" else float(b)
     total, grad = 0.0, torch.zeros_like(logp)
     for part in (slice(0, 2), slice(2, 6)):
-        kw["ref_logp"] = ref[part]
-        loss, _ = grpo_loss(logp[part], old[part], adv[part], mask[part], norm=norm, **kw)
+        loss, _ = grpo_loss(logp[part], old[part], adv[part], mask[part], spec, ref_logp=ref[part], norm=norm)
         grad += torch.autograd.grad(loss, logp)[0]
         total += loss.item()
     assert total == pytest.approx(whole.item(), rel=1e-12)
     torch.testing.assert_close(grad, whole_grad)
+
+
+def test_loss_spec_says_once_what_the_update_asks_of_the_aggregation():
+    plain = LossSpec()
+    assert plain.counts_tokens and not plain.divides_by_padded_length and plain.zero_advantage_inert
+    assert plain.with_budget(32) is plain           # only Dr. GRPO's aggregation takes the budget
+    dr = LossSpec(agg_fn=AGGREGATIONS["seq-mean-token-sum-norm"])
+    assert dr.divides_by_padded_length and not dr.counts_tokens
+    bound = dr.with_budget(32)                      # bound: trimming padding no longer changes it
+    assert not bound.divides_by_padded_length and bound.agg_fn.keywords == {"budget": 32}
+    assert not LossSpec(agg_fn=AGGREGATIONS["seq-mean-token-mean"]).counts_tokens
+    for busy in (LossSpec(beta=0.04), LossSpec(entropy_coef=0.01), LossSpec(top_entropy_quantile=0.5)):
+        assert not busy.zero_advantage_inert

@@ -8,10 +8,11 @@ import pytest
 import torch
 
 from rlvr.algo.kl import kl_k3
-from rlvr.algo.losses import grpo_loss, token_mean
+from rlvr.algo.losses import LossSpec, grpo_loss, token_mean
 from rlvr.algo.offpolicy import (CAPPED_METRIC, is_weights, mask_above, mismatch_metrics,
-                                 sequence_log_ratio, token_log_ratio, truncate)
-from rlvr.training.update import LossSpec, _logp_and_entropy, build_batch, update_policy
+                                 sequence_log_weight, token_log_weight, truncate)
+from rlvr.models.batch import build_batch
+from rlvr.training.update import UpdateSpec, _logp_and_entropy, update_policy
 
 torch.set_num_threads(1)
 
@@ -22,12 +23,12 @@ R = math.exp(0.5)                               # π_old / μ of token 1
 
 
 @pytest.mark.parametrize("level, mode, cap, weights, capped", [
-    (token_log_ratio, truncate, 1.5, [1.0, 1.5, 1.0], [False, True, False]),
-    (token_log_ratio, mask_above, 1.5, [1.0, 0.0, 1.0], [False, True, False]),
-    (token_log_ratio, truncate, 2.0, [1.0, R, 1.0], [False, False, False]),
-    (sequence_log_ratio, truncate, 1.5, [1.5, 1.5, 1.0], [True, True, False]),
-    (sequence_log_ratio, mask_above, 1.5, [0.0, 0.0, 1.0], [True, True, False]),
-    (sequence_log_ratio, mask_above, 2.0, [R, R, 1.0], [False, False, False]),
+    (token_log_weight, truncate, 1.5, [1.0, 1.5, 1.0], [False, True, False]),
+    (token_log_weight, mask_above, 1.5, [1.0, 0.0, 1.0], [False, True, False]),
+    (token_log_weight, truncate, 2.0, [1.0, R, 1.0], [False, False, False]),
+    (sequence_log_weight, truncate, 1.5, [1.5, 1.5, 1.0], [True, True, False]),
+    (sequence_log_weight, mask_above, 1.5, [0.0, 0.0, 1.0], [True, True, False]),
+    (sequence_log_weight, mask_above, 2.0, [R, R, 1.0], [False, False, False]),
 ])
 def test_weights_and_caps_against_hand_values(level, mode, cap, weights, capped):
     w, c = is_weights(OLD, MU, MASK, level=level, mode=mode, cap=cap)
@@ -37,7 +38,7 @@ def test_weights_and_caps_against_hand_values(level, mode, cap, weights, capped)
 
 def test_sequence_ratio_is_the_product_of_token_ratios():
     old, mu = torch.tensor([[-0.1, -0.2, -0.3]]), torch.tensor([[-0.3, -0.1, -0.5]])
-    w, _ = is_weights(old, mu, torch.ones(1, 3), level=sequence_log_ratio, cap=100.0)
+    w, _ = is_weights(old, mu, torch.ones(1, 3), level=sequence_log_weight, cap=100.0)
     torch.testing.assert_close(w, torch.full((1, 3), math.exp(0.2 - 0.1 + 0.2)))
 
 
@@ -55,7 +56,7 @@ def test_mismatch_metrics_against_hand_values():
 def test_identity_when_behaviour_and_trainer_agree():
     logp = torch.randn(4, 6).log_softmax(-1)
     mask = torch.ones(4, 6)
-    for level in (token_log_ratio, sequence_log_ratio):
+    for level in (token_log_weight, sequence_log_weight):
         for mode in (truncate, mask_above):
             w, c = is_weights(logp, logp.clone(), mask, level=level, mode=mode, cap=1.0)
             assert torch.equal(w, torch.ones_like(w)) and not c.any()
@@ -67,8 +68,9 @@ def test_weights_carry_no_gradient_and_scale_only_the_surrogate():
     logp = torch.tensor([[-1.0, -2.0]], requires_grad=True)
     ref = torch.tensor([[-1.5, -1.0]])
     w = torch.tensor([[2.0, 0.0]], requires_grad=True)
-    kw = dict(eps_low=0.2, eps_high=0.2, ref_logp=ref, beta=0.1, kl_fn=kl_k3, agg_fn=token_mean)
-    loss, _ = grpo_loss(logp, logp.detach(), torch.tensor([1.0]), torch.ones(1, 2), is_weight=w, **kw)
+    spec = LossSpec(eps_low=0.2, eps_high=0.2, beta=0.1, kl_fn=kl_k3, agg_fn=token_mean)
+    loss, _ = grpo_loss(logp, logp.detach(), torch.tensor([1.0]), torch.ones(1, 2), spec, ref_logp=ref,
+                        is_weight=w)
     # surrogate −A·ρ = −1 per token, weighted 2 and 0; plus β·k3 on both tokens, unweighted
     assert float(loss.detach()) == pytest.approx((-2.0 + 0.1 * float(kl_k3(logp, ref).detach().sum())) / 2)
     loss.backward()
@@ -87,8 +89,8 @@ def test_token_correction_removes_the_bias_of_a_behaviour_policy():
     for name, cap in (("corrected", 1e6), ("uncorrected", None)):
         logp = theta.log_softmax(-1)[y][:, None]                              # [N, 1]
         w = None if cap is None else is_weights(logp, mu.log()[y][:, None], torch.ones_like(logp), cap=cap)[0]
-        loss, _ = grpo_loss(logp, logp.detach(), reward[y], torch.ones_like(logp), eps_low=0.2,
-                            eps_high=0.2, is_weight=w)
+        loss, _ = grpo_loss(logp, logp.detach(), reward[y], torch.ones_like(logp),
+                            LossSpec(eps_low=0.2, eps_high=0.2), is_weight=w)
         grads[name] = -torch.autograd.grad(loss, theta)[0]
     torch.testing.assert_close(grads["corrected"], exact, atol=5e-3, rtol=0)
     assert float((grads["uncorrected"] - exact).abs().max()) > 0.05
@@ -117,11 +119,12 @@ def _batch(model, tokenizer, autocast_bf16):
 
 
 def _update(model, batch, correction):
-    spec = LossSpec(kl_fn=kl_k3, agg_fn=token_mean, agg_counts_tokens=True, eps_low=0.2, eps_high=0.2,
-                    dual_clip=0.0, beta=0.0, entropy_coef=0.0, temperature=1.0, is_weights=correction)
+    spec = UpdateSpec(LossSpec(kl_fn=kl_k3, agg_fn=token_mean, eps_low=0.2, eps_high=0.2, dual_clip=0.0,
+                               beta=0.0, entropy_coef=0.0),
+                      temperature=1.0, grad_clip=0.0, is_weights=correction)
     model = copy.deepcopy(model)
     before = [p.detach().clone() for p in model.parameters()]
-    stats = update_policy(model, torch.optim.SGD(model.parameters(), lr=1.0), batch, spec, grad_clip=0.0)
+    stats = update_policy(model, torch.optim.SGD(model.parameters(), lr=1.0), batch, spec)
     return stats, [p.detach() - b for p, b in zip(model.parameters(), before)]
 
 
@@ -165,7 +168,7 @@ def test_no_extra_forward_pass_for_the_correction_when_mu_is_1(tiny, monkeypatch
 ])
 def test_config_selects_the_correction(overrides, expected):
     from rlvr import config
-    from rlvr.training.setup import behaviour_correction
+    from rlvr.training.state import behaviour_correction
 
     assert behaviour_correction(config.load(None, []).grpo) is None
     fn = behaviour_correction(config.load(None, overrides).grpo)

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from rlvr.algo.losses import grpo_loss, seq_mean_token_mean, seq_mean_token_sum_norm, token_mean
+from rlvr.algo.losses import LossSpec, grpo_loss, seq_mean_token_mean, seq_mean_token_sum_norm, token_mean
 from rlvr.algo.variants import (cispo_surrogate, high_entropy_mask, mask_truncated, ppo_surrogate,
                                 sequence_log_ratio, token_log_ratio)
 
@@ -71,9 +71,9 @@ def test_high_entropy_mask_keeps_the_top_share_of_real_tokens():
 
 def test_kept_tokens_alone_get_the_surrogate_but_all_count_in_the_normaliser():
     logp, old = torch.zeros(1, 4), torch.zeros(1, 4)
-    keep = torch.tensor([[True, False, True, False]])
-    loss, _ = grpo_loss(logp, old, torch.tensor([1.0]), torch.ones(1, 4), eps_low=0.2,
-                        eps_high=0.2, agg_fn=token_mean, keep=keep)
+    entropy = torch.tensor([[3.0, 1.0, 4.0, 2.0]])   # the top half: tokens 0 and 2
+    spec = LossSpec(eps_low=0.2, eps_high=0.2, agg_fn=token_mean, top_entropy_quantile=0.5)
+    loss, _ = grpo_loss(logp, old, torch.tensor([1.0]), torch.ones(1, 4), spec, entropy=entropy)
     assert float(loss) == pytest.approx(-2 / 4)   # two tokens of −A·ρ = −1, over four tokens
 
 
@@ -98,18 +98,19 @@ def test_the_config_chooses_each_variant_once():
     from rlvr import config
     from rlvr.algo.variants import POLICY_LOSSES, RATIO_LEVELS
     from rlvr.errors import ConfigError
-    from rlvr.training.state import loss_spec
+    from rlvr.training.state import update_spec
 
-    spec = loss_spec(config.load(None, ["grpo.ratio_level=sequence", "grpo.policy_loss=cispo",
+    spec = update_spec(config.load(None, ["grpo.ratio_level=sequence", "grpo.policy_loss=cispo",
                                         "grpo.top_entropy_quantile=0.2", "grpo.mask_truncated=true",
                                         "grpo.loss_agg=seq-mean-token-sum-norm",
                                         "rollout.max_new_tokens=32"]))
-    assert spec.log_ratio_fn is RATIO_LEVELS["sequence"] and spec.policy_fn is POLICY_LOSSES["cispo"]
-    assert spec.top_entropy_quantile == 0.2 and spec.mask_truncated
-    assert spec.agg_fn.keywords == {"budget": 32}
-    plain = loss_spec(config.load(None))
-    assert plain.log_ratio_fn is token_log_ratio
-    assert plain.policy_fn is ppo_surrogate and not plain.mask_truncated
+    loss = spec.loss
+    assert loss.log_ratio_fn is RATIO_LEVELS["sequence"] and loss.policy_fn is POLICY_LOSSES["cispo"]
+    assert loss.top_entropy_quantile == 0.2 and spec.mask_truncated
+    assert loss.agg_fn.keywords == {"budget": 32}
+    plain = update_spec(config.load(None))
+    assert plain.loss.log_ratio_fn is token_log_ratio
+    assert plain.loss.policy_fn is ppo_surrogate and not plain.mask_truncated
     with pytest.raises(ConfigError, match="grpo.top_entropy_quantile"):
         config.load(None, ["grpo.top_entropy_quantile=0"])
     with pytest.raises(ConfigError, match="grpo.dual_clip"):
@@ -117,7 +118,7 @@ def test_the_config_chooses_each_variant_once():
 
 
 def test_build_batch_marks_completions_cut_at_the_budget():
-    from rlvr.training.update import build_batch
+    from rlvr.models.batch import build_batch
     from rlvr.types import Completion, Group, Problem
 
     comps = [Completion("", [7, 2], [-1.0] * 2, "stop"), Completion("", [8, 8, 8], [-1.0] * 3, "length")]
@@ -129,10 +130,9 @@ def test_build_batch_marks_completions_cut_at_the_budget():
 
 
 def test_the_update_runs_the_chosen_ratio_level_and_surrogate():
-    import dataclasses
-
     from rlvr.models.tiny import build_model
-    from rlvr.training.update import build_batch, default_loss_spec, update_policy
+    from rlvr.models.batch import build_batch
+    from rlvr.training.update import UpdateSpec, update_policy
     from rlvr.types import Completion, Group, Problem
 
     model, _ = build_model(seed=1, hidden=32, layers=2, heads=4, mlp=64)
@@ -148,6 +148,6 @@ def test_the_update_runs_the_chosen_ratio_level_and_surrogate():
         seen.append("cispo")
         return cispo_surrogate(*args)
 
-    spec = dataclasses.replace(default_loss_spec(), log_ratio_fn=ratio, policy_fn=surrogate)
-    update_policy(model, torch.optim.SGD(model.parameters(), lr=0.1), batch, spec, mu=2)
+    spec = UpdateSpec(LossSpec(log_ratio_fn=ratio, policy_fn=surrogate), mu=2)
+    update_policy(model, torch.optim.SGD(model.parameters(), lr=0.1), batch, spec)
     assert seen == ["sequence", "cispo"] * 2    # both passes

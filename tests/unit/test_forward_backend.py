@@ -11,7 +11,8 @@ import torch.distributed as dist
 
 from rlvr.models.tiny import build_model
 from rlvr.training import forward
-from rlvr.training.update import Batch, Compute, default_loss_spec, update_policy
+from rlvr.models.batch import Batch
+from rlvr.training.update import Compute, UpdateSpec, update_policy
 
 torch.set_num_threads(1)
 
@@ -53,7 +54,7 @@ def test_fsdp2_model_keeps_its_own_forward_after_a_no_grad_forward(one_rank_grou
     with torch.no_grad():
         forward.choose(model, Compute(), False)(batch, 1.0)
     assert forward.backend_name(model, Compute()) == "model"
-    stats = [update_policy(m, torch.optim.SGD(m.parameters(), lr=0.0), batch, default_loss_spec(),
-                           mu=2, skip_zero_advantage=False) for m in (model, plain)]
+    stats = [update_policy(m, torch.optim.SGD(m.parameters(), lr=0.0), batch,
+                           UpdateSpec(mu=2, skip_zero_advantage=False)) for m in (model, plain)]
     assert stats[0]["optimizer_steps"] == stats[1]["optimizer_steps"] == 2.0
     assert stats[0]["loss"] == pytest.approx(stats[1]["loss"], rel=1e-5, abs=1e-7)

@@ -77,7 +77,7 @@ def test_controls_that_keep_the_contract_load():
 
 
 def test_vllm_keywords_carry_only_what_is_set():
-    from rlvr.rollout.vllm import more_kwargs
+    from rlvr.rollout.vllm.engine import more_kwargs
 
     assert more_kwargs(SamplingParams()) == {}
     assert more_kwargs(SamplingParams(min_p=0.1, repetition_penalty=1.1, stop=("</a>",),

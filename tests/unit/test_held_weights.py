@@ -9,7 +9,8 @@ import torch
 from rlvr.models import backends, fused_llama
 from rlvr.testing import zoo
 from rlvr.training import forward
-from rlvr.training.update import Batch, Compute, default_loss_spec, update_policy
+from rlvr.models.batch import Batch
+from rlvr.training.update import Compute, UpdateSpec, update_policy
 
 torch.set_num_threads(1)
 
@@ -54,7 +55,7 @@ def _update(model, batch, autocast: bool, held: bool, monkeypatch):
 
     opt = Record(model.parameters(), lr=1e-2)
     # 40 padded tokens per micro-batch: the 12 rows of 15 columns split into several parts
-    update_policy(model, opt, batch, default_loss_spec(1.0), autocast=autocast,
+    update_policy(model, opt, batch, UpdateSpec(temperature=1.0), autocast=autocast,
                   compute=Compute(micro_batch_tokens=40))
     monkeypatch.undo()
     return grads, {n: p.detach().clone() for n, p in model.named_parameters()}

@@ -13,7 +13,8 @@ from rlvr.models import backends, fused_llama, packed
 from rlvr.models.policy import token_logprobs
 from rlvr.models.tiny import build_model
 from rlvr.training import forward
-from rlvr.training.update import Batch, Compute
+from rlvr.models.batch import Batch
+from rlvr.training.update import Compute
 
 torch.set_num_threads(1)
 

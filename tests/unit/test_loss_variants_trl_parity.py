@@ -17,10 +17,11 @@ import torch
 pytest.importorskip("trl")
 
 from rlvr.algo.kl import kl_k3  # noqa: E402
-from rlvr.algo.losses import grpo_loss, seq_mean_token_mean, seq_mean_token_sum_norm, token_mean  # noqa: E402
+from rlvr.algo.losses import LossSpec, grpo_loss, seq_mean_token_mean, seq_mean_token_sum_norm, token_mean  # noqa: E402
 from rlvr.algo.variants import cispo_surrogate, high_entropy_mask, sequence_log_ratio  # noqa: E402
 from rlvr.models.tiny import build_model  # noqa: E402
-from rlvr.training.update import Batch, LossSpec, _logp_and_entropy, update_policy  # noqa: E402
+from rlvr.models.batch import Batch  # noqa: E402
+from rlvr.training.update import UpdateSpec, _logp_and_entropy, update_policy  # noqa: E402
 
 torch.set_num_threads(1)
 BUDGET = 8
@@ -70,22 +71,23 @@ def _trl_side(model, tokenizer, tmp_path, batch, old=None, mask=None, **options)
     return float(loss), [p.grad for p in trl_model.parameters()]
 
 
-def _spec(agg_fn, counts_tokens, **kw):
-    return LossSpec(kl_fn=kl_k3, agg_fn=agg_fn, agg_counts_tokens=counts_tokens, eps_low=0.2,
-                    eps_high=0.2, dual_clip=0.0, beta=0.0, entropy_coef=0.0, temperature=1.0, **kw)
+def _spec(agg_fn, top_entropy_quantile=1.0, **kw):
+    loss = LossSpec(kl_fn=kl_k3, agg_fn=agg_fn, eps_low=0.2, eps_high=0.2, dual_clip=0.0, beta=0.0,
+                    entropy_coef=0.0, top_entropy_quantile=top_entropy_quantile)
+    return UpdateSpec(loss, temperature=1.0, grad_clip=0.0, **kw)
 
 
 def _rlvr_update(model, batch, spec):
     seen = []
     opt = torch.optim.SGD(model.parameters(), lr=0.0)
     opt.register_step_pre_hook(lambda *_: seen.append([p.grad for p in model.parameters()]))
-    stats = update_policy(model, opt, batch, spec, grad_clip=0.0)
+    stats = update_policy(model, opt, batch, spec)
     return stats["loss"], seen[0]
 
 
 def _rlvr_loss(model, batch, old, mask, **kw):
     logp, entropy = _logp_and_entropy(model, batch, 1.0, False)
-    loss, _ = grpo_loss(logp, old, batch.advantages, mask.float(), **kw)
+    loss, _ = grpo_loss(logp, old, batch.advantages, mask.float(), LossSpec(**kw), entropy=entropy)
     loss.backward()
     return float(loss), [p.grad for p in model.parameters()]
 
@@ -107,7 +109,7 @@ def test_dr_grpo_is_trls_dr_grpo(tiny, tmp_path):
     model, tokenizer = tiny
     batch, _ = _batch()      # padded to 5 columns, budget 8: the two normalisers differ
     theirs = _trl_side(model, tokenizer, tmp_path, batch, loss_type="dr_grpo", epsilon=0.2)
-    spec = _spec(functools.partial(seq_mean_token_sum_norm, budget=BUDGET), False)
+    spec = _spec(functools.partial(seq_mean_token_sum_norm, budget=BUDGET))
     _same(_rlvr_update(model, batch, spec), theirs)
 
 
@@ -142,14 +144,14 @@ def test_top_entropy_quantile_is_trls(tiny, tmp_path):
     keep = high_entropy_mask(entropy, batch.completion_mask, 0.3)
     assert 0 < int(keep.sum()) < int(batch.completion_mask.sum())
     ours = _rlvr_loss(model, batch, old, batch.completion_mask, eps_low=0.2, eps_high=0.2,
-                      agg_fn=token_mean, keep=keep)
+                      agg_fn=token_mean, top_entropy_quantile=0.3)
     _same(ours, theirs)
     # and the update applies it: the whole step (ratio 1) against TRL's without old log-probs,
     # with a zero-advantage group whose tokens still move the threshold
     batch = dataclasses.replace(batch, advantages=torch.tensor([1.2, -0.6, -0.6, 0.0, 0.0, 0.0]))
     theirs = _trl_side(model2, tokenizer, tmp_path, batch, loss_type="dapo", epsilon=0.2,
                        top_entropy_quantile=0.5)
-    _same(_rlvr_update(model2, batch, _spec(token_mean, True, top_entropy_quantile=0.5)), theirs)
+    _same(_rlvr_update(model2, batch, _spec(token_mean, top_entropy_quantile=0.5)), theirs)
 
 
 def test_mask_truncated_is_trls(tiny, tmp_path):
@@ -159,4 +161,4 @@ def test_mask_truncated_is_trls(tiny, tmp_path):
     # TRL zeroes the truncated rows of completion_mask, and counts tokens without them
     trl_mask = batch.completion_mask * (~truncated).unsqueeze(1).long()
     theirs = _trl_side(model, tokenizer, tmp_path, batch, mask=trl_mask, loss_type="dapo", epsilon=0.2)
-    _same(_rlvr_update(model, batch, _spec(token_mean, True, mask_truncated=True)), theirs)
+    _same(_rlvr_update(model, batch, _spec(token_mean, mask_truncated=True)), theirs)

@@ -7,16 +7,17 @@ import torch
 
 from rlvr import config
 from rlvr.algo.kl import kl_k3
-from rlvr.algo.losses import token_mean
+from rlvr.algo.losses import LossSpec, token_mean
 from rlvr.errors import ConfigError
 from rlvr.models.tiny import build_model
 from rlvr.training.setup import build_device
-from rlvr.training.update import Compute, LossSpec, build_batch, micro_batches, update_policy
+from rlvr.models.batch import build_batch
+from rlvr.training.update import Compute, UpdateSpec, update_policy
 from rlvr.types import Completion, Group, Problem
 
 torch.set_num_threads(1)
-SPEC = LossSpec(kl_fn=kl_k3, agg_fn=token_mean, agg_counts_tokens=True, eps_low=0.2, eps_high=0.2,
-                dual_clip=0.0, beta=0.04, entropy_coef=0.01, temperature=1.0)
+SPEC = UpdateSpec(LossSpec(kl_fn=kl_k3, agg_fn=token_mean, eps_low=0.2, eps_high=0.2, dual_clip=0.0,
+                           beta=0.04, entropy_coef=0.01), temperature=1.0, grad_clip=0.0)
 
 
 def _batch():
@@ -31,17 +32,9 @@ def _sgd(model, batch, compute):
     model = copy.deepcopy(model)
     before = [p.detach().clone() for p in model.parameters()]
     opt = torch.optim.SGD(model.parameters(), lr=1.0)
-    stats = update_policy(model, opt, batch, SPEC, grad_clip=0.0, reference=copy.deepcopy(model),
+    stats = update_policy(model, opt, batch, SPEC, reference=copy.deepcopy(model),
                           compute=compute)
     return [p.detach() - b for p, b in zip(model.parameters(), before)], stats
-
-
-def test_micro_batches_split_by_padded_tokens():
-    batch = _batch()                                  # 6 rows x (3 prompt + 4 completion) columns
-    assert micro_batches(batch, 0) == [None] and micro_batches(batch, 42) == [None]
-    parts = micro_batches(batch, 14)
-    assert [p.tolist() for p in parts] == [[0, 1], [2, 3], [4, 5]]
-    assert [p.tolist() for p in micro_batches(batch, 3)] == [[i] for i in range(6)]
 
 
 def test_micro_batched_update_equals_one_backward():

@@ -113,8 +113,8 @@ def test_a_gguf_file_without_its_readers_says_which_and_how(hidden, tmp_path, mo
     assert not models.exists() or not any((p / "config.json").exists() for p in models.iterdir())
 
 
-@pytest.mark.parametrize("argv", [["eval", "runs/no-such-model", "--n=1"],
-                                  ["train", "model.path=runs/no-such-model", "run.progress=false"]])
+@pytest.mark.parametrize("argv", [["eval", "runs/no-such-model", "--n=1", "--out=evalout"],
+                                  ["train", "quickstart", "model.path=runs/no-such-model", "run.progress=false"]])
 def test_every_command_refuses_a_mistyped_model_path_at_once(tmp_path, monkeypatch, capsys, argv):
     """`rlvr eval` and `rlvr train` resolve model names alike: offline, a mistyped relative path is
     an error at once (exit 2) naming the id and the local path tried, not a minute of hub retries."""

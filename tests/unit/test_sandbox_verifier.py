@@ -4,7 +4,7 @@ import pytest
 
 from rlvr.types import Problem
 from rlvr.verifiers.base import get_verifier
-from rlvr.verifiers.code import CodeVerifier
+from rlvr.verifiers.code import CodeSpec, CodeVerifier
 from rlvr.verifiers.sandbox import SandboxUnavailable, probe
 
 # x * 2 passes the first two cases and fails the last: the job is stopped at its first failing case,
@@ -62,7 +62,7 @@ def test_stdio_and_check_formats(verifier):
 
 
 def test_fraction_reward_counts_every_case():
-    v = CodeVerifier(reward="fraction", timeout_s=1.0, workers=1)
+    v = CodeVerifier(CodeSpec(reward="fraction", timeout_s=1.0, workers=1))
     try:
         [s] = v.score_batch([fenced("def sq(x):\n    return x * 2")],
                             [Problem("f", "", CASES, "code")])
@@ -90,7 +90,7 @@ def test_check_reference_names_the_problem(verifier):
 
 def test_refuses_to_run_without_isolation_unless_allowed():
     with pytest.raises(SandboxUnavailable):
-        CodeVerifier(tier="rlimits")
+        CodeVerifier(CodeSpec(tier="rlimits"))
 
 
 def test_binary_reward_stops_at_the_first_failing_case(verifier):
@@ -111,7 +111,7 @@ def test_offline_rows_may_carry_the_spec_as_tests(verifier):
 
 
 def test_cpu_budget_decides_timeouts_under_a_longer_wall_cap():
-    v = CodeVerifier(timeout_s=5.0, cpu_s=0.5, workers=1)
+    v = CodeVerifier(CodeSpec(timeout_s=5.0, cpu_s=0.5, workers=1))
     p = Problem("cpu", "", CASES, "code")
     spin = fenced("def sq(x):\n    while True:\n        pass")
     sleepy = fenced("import time\ndef sq(x):\n    time.sleep(0.3)\n    return x * x")
@@ -126,7 +126,7 @@ def test_cpu_budget_decides_timeouts_under_a_longer_wall_cap():
 def test_test_sets_shared_across_problems_run_once_without_deadlock():
     a = {"entry_point": "sq", "cases": [{"args": [3], "expected": 9}]}
     b = {"entry_point": "sq", "cases": [{"args": [4], "expected": 16}]}
-    v = CodeVerifier(timeout_s=1.0, workers=1)
+    v = CodeVerifier(CodeSpec(timeout_s=1.0, workers=1))
     try:
         code = fenced("import time\ndef sq(x):\n    time.sleep(0.1)\n    return x * x")
         probs = [Problem("p", "", a, "code", {"hidden_tests": b}),

@@ -1,20 +1,27 @@
 """build_batch and update_policy: layout, the zero-advantage skip, μ = 1 log-prob reuse."""
 
 import copy
+import dataclasses
 
 import pytest
 import torch
 
 from rlvr.algo.kl import kl_k3
-from rlvr.algo.losses import token_mean
+from rlvr.algo.losses import LossSpec, token_mean
 from rlvr.models.tiny import build_model
 from rlvr.types import Completion, Group, Problem
-from rlvr.training.update import LossSpec, build_batch, update_policy
+from rlvr.models.batch import build_batch
+from rlvr.training.update import UpdateSpec, update_policy
 
 torch.set_num_threads(1)
 
-SPEC = LossSpec(kl_fn=kl_k3, agg_fn=token_mean, agg_counts_tokens=True, eps_low=0.2, eps_high=0.2,
-                dual_clip=0.0, beta=0.0, entropy_coef=0.0, temperature=1.0)
+SPEC = UpdateSpec(LossSpec(kl_fn=kl_k3, agg_fn=token_mean, eps_low=0.2, eps_high=0.2, dual_clip=0.0,
+                           beta=0.0, entropy_coef=0.0), temperature=1.0, grad_clip=0.0)
+
+
+def _update(model, opt, batch, generator=None, **spec):
+    """update_policy with SPEC, its μ / minibatch / skip settings replaced by `spec`."""
+    return update_policy(model, opt, batch, dataclasses.replace(SPEC, **spec), generator=generator)
 
 
 def _group(prompt, completions):
@@ -50,7 +57,7 @@ def _sgd_delta(model, batch, **kw):
     model = copy.deepcopy(model)
     before = [p.detach().clone() for p in model.parameters()]
     opt = torch.optim.SGD(model.parameters(), lr=1.0)
-    stats = update_policy(model, opt, batch, SPEC, grad_clip=0.0, **kw)
+    stats = _update(model, opt, batch, **kw)
     return [p.detach() - b for p, b in zip(model.parameters(), before)], stats
 
 
@@ -115,7 +122,7 @@ def _recorded_gradients(model, batch, **kw):
     seen = []
     opt.register_step_pre_hook(lambda *_: seen.append(
         [torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in model.parameters()]))
-    stats = update_policy(model, opt, batch, SPEC, grad_clip=0.0, **kw)
+    stats = _update(model, opt, batch, **kw)
     return seen, stats
 
 

@@ -4,7 +4,7 @@ micro-batch splits, each checked against numbers worked out by hand."""
 import torch
 
 from rlvr.training.plan import minibatches, pass_order, plan_update, rank_share, split_rows
-from rlvr.training.update import Batch
+from rlvr.models.batch import Batch
 
 
 def _batch():

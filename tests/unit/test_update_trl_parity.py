@@ -14,9 +14,10 @@ import torch
 pytest.importorskip("trl")
 
 from rlvr.algo.kl import kl_k3  # noqa: E402
-from rlvr.algo.losses import token_mean  # noqa: E402
+from rlvr.algo.losses import LossSpec, token_mean  # noqa: E402
 from rlvr.models.tiny import build_model  # noqa: E402
-from rlvr.training.update import Batch, LossSpec, update_policy  # noqa: E402
+from rlvr.models.batch import Batch  # noqa: E402
+from rlvr.training.update import UpdateSpec, update_policy  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -61,13 +62,13 @@ def test_rlvr_update_has_trls_dapo_loss_and_gradient(tmp_path):
         "num_items_in_batch": completion_mask.sum()})
     trl_loss.backward()
 
-    spec = LossSpec(kl_fn=kl_k3, agg_fn=token_mean, agg_counts_tokens=True, eps_low=0.2, eps_high=0.2,
-                    dual_clip=0.0, beta=0.0, entropy_coef=0.0, temperature=1.0)
+    spec = UpdateSpec(LossSpec(kl_fn=kl_k3, agg_fn=token_mean, eps_low=0.2, eps_high=0.2, dual_clip=0.0,
+                               beta=0.0, entropy_coef=0.0), temperature=1.0, grad_clip=0.0)
     seen = []
     opt = torch.optim.SGD(model.parameters(), lr=0.0)
     opt.register_step_pre_hook(lambda *_: seen.append([p.grad for p in model.parameters()]))
     batch = Batch(prompt_ids, prompt_mask, completion_ids, completion_mask, adv, torch.zeros(6, 5))
-    stats = update_policy(model, opt, batch, spec, grad_clip=0.0)
+    stats = update_policy(model, opt, batch, spec)
 
     assert stats["active_fraction"] == pytest.approx(0.5)
     assert stats["loss"] == pytest.approx(float(trl_loss), abs=1e-6)

@@ -9,8 +9,8 @@ import pytest
 from rlvr.types import Problem
 from rlvr.verifiers import get_verifier
 from rlvr.verifiers.math import MathVerifier
-from rlvr.verifiers.math_extract import extract_candidates, final_region, split_parts
-from rlvr.verifiers.math_fast import fast_equal, to_number
+from rlvr.verifiers.math.extract import extract_candidates, final_region, split_parts
+from rlvr.verifiers.math.fast import fast_equal, to_number
 
 
 @pytest.fixture(scope="module")

@@ -50,7 +50,7 @@ def test_agent_episodes_run_on_servers_and_verifiers_environments_do_not_yet():
 def test_the_server_interpreter_is_the_configured_one_or_a_venv_vllm(tmp_path):
     import importlib.util
 
-    from rlvr.rollout.vllm_launch import server_python
+    from rlvr.rollout.vllm.launch import server_python
 
     with pytest.raises(ConfigError, match="rollout.vllm_python: '/no/such/python' does not exist"):
         server_python("/no/such/python")

@@ -18,6 +18,8 @@ from typing import Callable
 import torch
 from torch import Tensor
 
+# exp(20) ≈ 5e8: far outside any clip range, yet finite in float32 and bfloat16. Every log ratio
+# in `rlvr.algo` (KL, the policy ratio, importance weights) is clamped to it before exp().
 LOG_RATIO_CLAMP = 20.0
 
 

@@ -6,18 +6,22 @@ sequences (completions), T the padded length.
 Guaranteed: padding never contributes to a loss or a statistic; with `norm` given, the sum of the
 losses of minibatches equals the loss of the whole batch (so gradient accumulation is exact).
 Not guaranteed: anything about rows whose mask is all zero beyond "they contribute 0".
-Pure functions: no devices, config objects or logging.
+Pure functions: no devices, config objects or logging; the loss's settings come once, as a
+`LossSpec` (numbers and the variant functions, chosen at build time).
 """
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import torch
 from torch import Tensor
 
-from rlvr.algo.kl import kl_k3
-from rlvr.algo.variants import LOG_RATIO_CLAMP, ppo_surrogate, token_log_ratio
+from rlvr.algo.kl import LOG_RATIO_CLAMP, kl_k3
+from rlvr.algo.variants import high_entropy_mask, ppo_surrogate, token_log_ratio
+
 
 def clipped_surrogate(logp: Tensor, old_logp: Tensor, adv: Tensor, eps_low: float,
                       eps_high: float, dual_clip: float = 0.0) -> tuple[Tensor, Tensor, Tensor]:
@@ -72,7 +76,7 @@ def seq_mean_token_sum_norm(loss_B_T: Tensor, mask_B_T: Tensor, norm: float | No
     arXiv:2503.20783 Eq. 4; TRL's `loss_type="dr_grpo"`; verl's "seq-mean-token-sum-norm").
 
     The constant is `budget`, the generation budget (max_new_tokens) as Dr. GRPO and TRL divide
-    by it; the run passes it (`rlvr.training.state.loss_spec`). budget None uses the mask's T (the
+    by it; the run binds it (`LossSpec.with_budget`). budget None uses the mask's T (the
     padded length): equal only when the caller pads to the budget, and gradient accumulation is
     then exact only when every minibatch is padded to the same T. norm: the number of sequences
     in the WHOLE batch when this call sees one minibatch; None uses this call's B.
@@ -122,26 +126,68 @@ def _ratio_stats(logp: Tensor, old_logp: Tensor, mask_B_T: Tensor) -> dict[str, 
             "ratio/max": ratio[keep].max(), "ratio/min": ratio[keep].min()}
 
 
-def grpo_loss(logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, *, eps_low: float,
-              eps_high: float, dual_clip: float = 0.0, ref_logp: Tensor | None = None,
-              beta: float = 0.0, kl_fn: Callable[[Tensor, Tensor], Tensor] = kl_k3,
-              agg_fn: Callable[..., Tensor] = token_mean, entropy: Tensor | None = None,
-              entropy_coef: float = 0.0, norm: float | None = None,
-              is_weight: Tensor | None = None, log_ratio_fn: Callable[..., Tensor] = token_log_ratio,
-              policy_fn: Callable[..., tuple[Tensor, Tensor, Tensor]] = ppo_surrogate,
-              keep: Tensor | None = None) -> tuple[Tensor, dict[str, Tensor]]:
+@dataclass(frozen=True)
+class LossSpec:
+    """The settings of `grpo_loss`, chosen once at build time (functions, not names re-tested per
+    call). The defaults are plain GRPO: token-mean, symmetric clip 0.2, no KL, no entropy term.
+
+    kl_fn: a `rlvr.algo.kl` estimator; agg_fn: one of `AGGREGATIONS` (Dr. GRPO's bound to the
+    generation budget by `with_budget`); log_ratio_fn / policy_fn: the ratio level and surrogate
+    (`rlvr.algo.variants`); top_entropy_quantile < 1: only that share of tokens by entropy gets the
+    surrogate (`variants.high_entropy_mask`, over the tokens of one call).
+    """
+
+    eps_low: float = 0.2
+    eps_high: float = 0.2
+    dual_clip: float = 0.0
+    beta: float = 0.0
+    kl_fn: Callable[[Tensor, Tensor], Tensor] = kl_k3
+    agg_fn: Callable[..., Tensor] = token_mean
+    entropy_coef: float = 0.0
+    log_ratio_fn: Callable[..., Tensor] = token_log_ratio
+    policy_fn: Callable[..., tuple[Tensor, Tensor, Tensor]] = ppo_surrogate
+    top_entropy_quantile: float = 1.0
+
+    @property
+    def counts_tokens(self) -> bool:
+        """The normaliser is a token count (token-mean); else a sequence count."""
+        return self.agg_fn is token_mean
+
+    @property
+    def divides_by_padded_length(self) -> bool:
+        """Dr. GRPO's aggregation with no budget bound divides by the padded length T, so cutting
+        padding columns would change the loss."""
+        return self.agg_fn is seq_mean_token_sum_norm
+
+    @property
+    def zero_advantage_inert(self) -> bool:
+        """A zero-advantage row adds nothing: no KL or entropy term, and no entropy quantile that
+        its tokens would move."""
+        return self.beta == 0 and self.entropy_coef == 0 and self.top_entropy_quantile >= 1.0
+
+    def with_budget(self, budget: int) -> "LossSpec":
+        """Dr. GRPO divides by the generation budget (max_new_tokens), as the paper and TRL do."""
+        if not self.divides_by_padded_length:
+            return self
+        return replace(self, agg_fn=functools.partial(seq_mean_token_sum_norm, budget=budget))
+
+
+def grpo_loss(logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, spec: LossSpec = LossSpec(),
+              *, ref_logp: Tensor | None = None, entropy: Tensor | None = None,
+              norm: float | None = None, is_weight: Tensor | None = None) -> tuple[Tensor, dict[str, Tensor]]:
     """GRPO objective (arXiv:2402.03300 Eq. 3) as a scalar loss to minimise, plus statistics.
 
-    loss = agg_fn(surrogate + beta·kl − entropy_coef·entropy, mask, norm=norm), with the
-    surrogate from `clipped_surrogate` and kl = kl_fn(logp, ref_logp). Deviations from the paper,
-    each opt-in: eps_high ≠ eps_low (DAPO), dual_clip, the aggregation (`AGGREGATIONS`), the
+    loss = agg_fn(surrogate + beta·kl − entropy_coef·entropy, mask, norm=norm), the settings from
+    `spec`, with the surrogate from `clipped_surrogate` and kl = kl_fn(logp, ref_logp). Deviations
+    from the paper, each opt-in: eps_high ≠ eps_low (DAPO), dual_clip, the aggregation (`AGGREGATIONS`), the
     entropy bonus (not in GRPO). The beta and entropy terms are skipped entirely when their
     coefficient is 0, so a nan in an unused input cannot reach the loss. is_weight [B, T] (from
     `rlvr.algo.offpolicy.is_weights`) multiplies the surrogate only, not the KL or entropy terms
     (as TRL does): it corrects for tokens sampled by a behaviour policy other than π_old.
     The variants (`rlvr.algo.variants`): log_ratio_fn is the ratio level (token or GSPO's
-    sequence), policy_fn the surrogate (PPO's clip or CISPO), keep [B, T] bool the tokens that get
-    the surrogate (e.g. `high_entropy_mask`; the others still count in the normaliser, as in TRL).
+    sequence), policy_fn the surrogate (PPO's clip or CISPO), top_entropy_quantile the share of
+    tokens that get the surrogate (needs `entropy`; the others still count in the normaliser, as
+    in TRL).
 
     Statistics (detached float scalars, means over unmasked tokens): "clip_ratio/low_mean",
     "clip_ratio/high_mean", "clip_ratio/region_mean", "ratio/mean", "ratio/max", "ratio/min",
@@ -149,23 +195,26 @@ def grpo_loss(logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, *, eps_
     over THIS call's tokens, whatever `norm` says: average them across minibatches yourself.
     Shapes: logp, old_logp, mask, ref_logp, entropy [B, T]; adv [B] or [B, T].
     """
-    per_token, low, high = policy_fn(log_ratio_fn(logp, old_logp, mask), logp, adv, eps_low,
-                                     eps_high, dual_clip)
+    per_token, low, high = spec.policy_fn(spec.log_ratio_fn(logp, old_logp, mask), logp, adv,
+                                          spec.eps_low, spec.eps_high, spec.dual_clip)
     if is_weight is not None:
         per_token = per_token * is_weight.detach()
-    if keep is not None:
+    if spec.top_entropy_quantile < 1.0:
+        if entropy is None:
+            raise ValueError("LossSpec.top_entropy_quantile < 1 needs the entropy")
+        keep = high_entropy_mask(entropy, mask, spec.top_entropy_quantile)
         per_token = torch.where(keep, per_token, torch.zeros_like(per_token))
     stats: dict[str, Tensor] = {}
     if ref_logp is not None:
-        kl = kl_fn(logp, ref_logp)
-        if beta != 0.0:
-            per_token = per_token + beta * kl
+        kl = spec.kl_fn(logp, ref_logp)
+        if spec.beta != 0.0:
+            per_token = per_token + spec.beta * kl
         stats["kl"] = _masked_mean(kl.detach(), mask)
     if entropy is not None:
-        if entropy_coef != 0.0:
-            per_token = per_token - entropy_coef * entropy
+        if spec.entropy_coef != 0.0:
+            per_token = per_token - spec.entropy_coef * entropy
         stats["entropy"] = _masked_mean(entropy.detach(), mask)
-    loss = agg_fn(per_token, mask, norm=norm)
+    loss = spec.agg_fn(per_token, mask, norm=norm)
     stats["clip_ratio/low_mean"] = _masked_mean(low, mask)
     stats["clip_ratio/high_mean"] = _masked_mean(high, mask)
     stats["clip_ratio/region_mean"] = _masked_mean(low | high, mask)

@@ -33,21 +33,20 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from rlvr.algo.kl import kl_k3
-
-_LOG_RATIO_CLAMP = 20.0
+from rlvr.algo.kl import LOG_RATIO_CLAMP, kl_k3
 
 
-def token_log_ratio(old_logp: Tensor, behaviour_logp: Tensor, mask: Tensor) -> Tensor:
-    """log π_old − log μ per token, 0 on padding: [B, T]."""
-    diff = (old_logp.detach().float() - behaviour_logp.float()).clamp(-_LOG_RATIO_CLAMP, _LOG_RATIO_CLAMP)
+def token_log_weight(old_logp: Tensor, behaviour_logp: Tensor, mask: Tensor) -> Tensor:
+    """The log importance weight log π_old − log μ per token (not the policy ratio π / π_old of
+    `variants.token_log_ratio`), 0 on padding: [B, T]."""
+    diff = (old_logp.detach().float() - behaviour_logp.float()).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
     return torch.where(mask.bool(), diff, torch.zeros_like(diff))
 
 
-def sequence_log_ratio(old_logp: Tensor, behaviour_logp: Tensor, mask: Tensor) -> Tensor:
+def sequence_log_weight(old_logp: Tensor, behaviour_logp: Tensor, mask: Tensor) -> Tensor:
     """Σ_t (log π_old − log μ) over each sequence, repeated on its tokens: [B, T]."""
-    per_seq = token_log_ratio(old_logp, behaviour_logp, mask).sum(-1, keepdim=True)
-    return per_seq.clamp(-_LOG_RATIO_CLAMP, _LOG_RATIO_CLAMP).expand_as(old_logp)
+    per_seq = token_log_weight(old_logp, behaviour_logp, mask).sum(-1, keepdim=True)
+    return per_seq.clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP).expand_as(old_logp)
 
 
 def truncate(log_w: Tensor, cap: float) -> tuple[Tensor, Tensor]:
@@ -64,8 +63,8 @@ def mask_above(log_w: Tensor, cap: float) -> tuple[Tensor, Tensor]:
 
 
 IS_LEVELS: dict[str, Callable[[Tensor, Tensor, Tensor], Tensor]] = {
-    "token": token_log_ratio,
-    "sequence": sequence_log_ratio,
+    "token": token_log_weight,
+    "sequence": sequence_log_weight,
 }
 IS_MODES: dict[str, Callable[[Tensor, float], tuple[Tensor, Tensor]]] = {
     "truncate": truncate,
@@ -75,7 +74,7 @@ CAPPED_METRIC = {"truncate": "mismatch/truncated_frac", "mask": "mismatch/masked
 
 
 def is_weights(old_logp: Tensor, behaviour_logp: Tensor, mask: Tensor, *,
-               level: Callable = token_log_ratio, mode: Callable = truncate,
+               level: Callable = token_log_weight, mode: Callable = truncate,
                cap: float = 2.0) -> tuple[Tensor, Tensor]:
     """(detached weights [B, T] (1 on padding), capped [B, T] bool (False on padding))."""
     weights, capped = mode(level(old_logp, behaviour_logp, mask), cap)
@@ -92,7 +91,7 @@ def mismatch_metrics(old_logp: Tensor, behaviour_logp: Tensor, mask: Tensor,
         return {}
     n = keep.sum()
     old, beh = old_logp.detach().float(), behaviour_logp.float()
-    ratio = token_log_ratio(old, beh, mask).exp()
+    ratio = token_log_weight(old, beh, mask).exp()
     kl = kl_k3(beh, old)                       # samples come from μ: KL(μ ‖ π_old)
     out = {"mismatch/kl": torch.where(keep, kl, torch.zeros_like(kl)).sum() / n,
            "mismatch/ratio_min": ratio[keep].min(), "mismatch/ratio_mean": ratio[keep].mean(),

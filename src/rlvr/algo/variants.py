@@ -20,8 +20,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-# exp(20) ≈ 5e8: far outside any clip range, yet finite in float32 and bfloat16.
-LOG_RATIO_CLAMP = 20.0
+from rlvr.algo.kl import LOG_RATIO_CLAMP
 
 
 def token_log_ratio(logp: Tensor, old_logp: Tensor, mask: Tensor) -> Tensor:

@@ -18,7 +18,6 @@ from pathlib import Path
 
 from rlvr.cli.dialect import SUPPRESS, given_flags, one_at_most, split_words
 from rlvr.config.commands import EvalCommandConfig, load_command
-from rlvr.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -110,14 +109,9 @@ def load_eval_problems(args: EvalCommandConfig):
 def _load_engine(path: str, device_spec: str = "auto"):
     from rlvr.cli.sft import _device
     from rlvr.models.policy import load_policy
-    from rlvr.models.resolve import resolve_model_path
     from rlvr.rollout.hf import HFEngine
 
-    try:   # the names `rlvr train` takes (builtin:, .gguf, hub ids), checked before the device
-        resolve_model_path(path)
-    except UserError as exc:
-        raise UserError(str(exc).replace("model.path: ", "model: ", 1)) from None
-    device = _device(device_spec)
+    device = _device(device_spec)   # load_policy resolves the names `rlvr train` takes (models/resolve.py)
     model, tokenizer = load_policy(path, device=device)
     return HFEngine(model, tokenizer, device=device)
 

@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from rlvr.algo.logp_entropy import logp_entropy
 from rlvr.algo.losses import token_entropy
 from rlvr.models import decode_step, fused_llama, packed
+from rlvr.models.batch import Batch
 from rlvr.models.device import Device
 from rlvr.models.policy import completion_logits, left_pad, positions, token_logprobs
 
@@ -50,17 +51,17 @@ class Backend(Protocol):
     def prefill(self, prompts: Sequence[Sequence[int]], n: int, max_new: int,
                 pad_id: int) -> tuple[torch.Tensor, Cursor]: ...
 
-    def logp_entropy(self, batch, temperature: float) -> tuple[torch.Tensor, torch.Tensor]: ...
+    def logp_entropy(self, batch: Batch, temperature: float) -> tuple[torch.Tensor, torch.Tensor]: ...
 
 
-def _from_logits(logits: torch.Tensor, batch, temperature: float):
+def _from_logits(logits: torch.Tensor, batch: Batch, temperature: float):
     logits = logits.float()
     if temperature != 1.0:
         logits = logits / temperature
     return token_logprobs(logits, batch.completion_ids), token_entropy(logits)
 
 
-def _tensors(batch):
+def _tensors(batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     return batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_mask
 
 
@@ -107,7 +108,7 @@ class FusedBackend:
                               self.vocab_limit)
         return _mask_vocab(logits, self.vocab_limit), cursor
 
-    def logp_entropy(self, batch, temperature):
+    def logp_entropy(self, batch: Batch, temperature: float):
         """The fused stack over the call's real tokens only (packed into one sequence; attention
         per row: `packed.completion_head_inputs`), then the LM head and one log-softmax over the
         real completion tokens (`algo.logp_entropy`); padding positions of the [B, Tc] results are
@@ -175,7 +176,7 @@ class ModelBackend:
     def last_logits(self, out) -> torch.Tensor:
         return _mask_vocab(out.logits[:, -1].float(), self.vocab_limit)
 
-    def logp_entropy(self, batch, temperature):
+    def logp_entropy(self, batch: Batch, temperature: float):
         with self.device.autocast(self.autocast):
             logits = completion_logits(self.model, *_tensors(batch))
         return _from_logits(logits, batch, temperature)

@@ -21,7 +21,7 @@ and training run in the same precision.
 Guaranteed on the CPU: exactly the computation rlvr did before devices existed (same generators,
 same ops), so a fixed seed gives bit-identical runs on the same machine and thread count.
 On a GPU: a resumed run restores weights, optimizer, scheduler, sampler and every RNG stream
-(CPU and CUDA) bit for bit, and per-step seeds come from (seed, step); the samples and updates
+(CPU and CUDA) bit for bit, and per-step seeds come from (seed, step) (`seed_for`); the samples and updates
 after resume are bit-identical only with `run.deterministic: true` (deterministic algorithms,
 `CUBLAS_WORKSPACE_CONFIG`), and even then only on the same GPU model, driver and library versions.
 Without it, atomics in cuBLAS/cuDNN/scatter kernels make runs statistically equivalent, not
@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -139,9 +140,12 @@ class Device:
             yield
 
 
-def model_device(model) -> Device:
-    """The Device a model's parameters live on (fp32 compute), for callers given only a model."""
-    return Device(next(model.parameters()).device)
+def seed_for(seed: int, *parts: object) -> int:
+    """A 63-bit seed for one random stream, from the run seed and the stream's path: (step,
+    "rollout" | "mb" | "eval"), a rank ("rank3"), a Ray actor ("actor1"). sha256 of
+    "seed/part/...": the streams are independent, and a resumed run draws the same seeds."""
+    digest = hashlib.sha256("/".join(map(str, (seed, *parts))).encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
 
 
 def _cuda_device(spec: str, local_rank: int | None) -> torch.device:

@@ -6,7 +6,8 @@ file is cut back to the byte offset saved in the checkpoint, so lines after it a
 TensorBoard is best-effort: a missing or broken tensorboard install never stops training.
 Other trackers (`rlvr.monitor.trackers`) get every line written here; on resume, after the cut,
 they get the kept lines again and skip the steps they already hold (a tracker killed with the run
-may have lost its unflushed tail, which this refills).
+may have lost its unflushed tail, which this refills). Ranks other than 0 under torchrun log to a
+`NullLog`: the same methods, nothing written.
 """
 
 from __future__ import annotations
@@ -127,3 +128,28 @@ def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+class NullLog:
+    """The metrics log of ranks other than 0: the same methods, nothing written."""
+
+    def __init__(self):
+        self.t0 = time.time()
+
+    def write(self, record: dict[str, Any]) -> None:
+        return None
+
+    def write_transcripts(self, step, groups, advantages) -> None:
+        return None
+
+    def write_completions(self, step, groups, advantages) -> None:
+        return None
+
+    def offsets(self) -> dict[str, int]:
+        return {}
+
+    def truncate_to(self, offsets: dict[str, int]) -> None:
+        return None
+
+    def close(self) -> None:
+        return None

@@ -16,17 +16,12 @@ Not done here: NCCL weight broadcast on GPUs; verifier actors. vLLM placed by Ra
 
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import Any, Sequence
 
+from rlvr.models.device import seed_for
 from rlvr.rollout.base import PromptEncoder, SamplingParams, stamp
 from rlvr.types import Group, Problem
-
-
-def actor_seed(seed: int, index: int) -> int:
-    digest = hashlib.sha256(f"{seed}/actor{index}".encode()).digest()
-    return int.from_bytes(digest[:8], "little") >> 1
 
 
 class RolloutWorker:
@@ -92,7 +87,7 @@ class RayEngine:
                  seed: int) -> list[Group]:
         k = len(self.actors)
         shares = [list(problems)[i::k] for i in range(k)]
-        futures = [a.generate.remote(s, n, params, actor_seed(seed, i))
+        futures = [a.generate.remote(s, n, params, seed_for(seed, f"actor{i}"))
                    for i, (a, s) in enumerate(zip(self.actors, shares)) if s]
         out: list = [None] * len(problems)
         for i, groups in enumerate(self.ray.get(futures)):

@@ -2,7 +2,7 @@
 
 `PassRateTracker` keeps, per problem id, what every group of that problem showed: counts, the
 last few pass rates, an EMA of them and the step it was last seen. It is saved whole in
-checkpoints and can be exported as a JSONL file (from a checkpoint: `training.pass_rates`) that a
+checkpoints and can be exported as a JSONL file (a run writes `pass_rates.jsonl` when it ends) that a
 later run reads (`curriculum.init_path`) to start with estimates instead of probing everything again.
 
 `CurriculumSampler` draws from a finite pool (a dataset, or `pool_size` problems drawn once from
@@ -13,7 +13,8 @@ and hopeless (< low) ones deferred, i.e. skipped, until `recheck_every` steps (d
 pool / prompts_per_step) have passed since they were last seen, when they are *due* and drawn
 again. That is the per-epoch re-filter of the seeds, done per problem as its epoch comes up.
 Re-drawing in-band problems more often than once per sweep was tried and measured worse on the
-built-in task (fewer distinct problems, lower held-out accuracy; experiments/README.md).
+built-in task: 78 distinct problems in 288 draws, 51.5 % held-out vs 78.5 % without a curriculum
+at an equal budget (2026-11-30, tiny model).
 With `band=False` nothing is skipped: a plain pool sampler, which dynamic sampling uses when the
 curriculum is off.
 

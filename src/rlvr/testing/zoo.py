@@ -92,7 +92,8 @@ def logprob_parity(model, tokenizer, max_new_tokens: int = 24, seed: int = 0) ->
 
     from rlvr.rollout.base import SamplingParams
     from rlvr.rollout.hf import HFEngine
-    from rlvr.training.update import _logp_and_entropy, build_batch
+    from rlvr.models.batch import build_batch
+    from rlvr.training.update import _logp_and_entropy
     from rlvr.types import Problem
 
     engine = HFEngine(model, tokenizer)

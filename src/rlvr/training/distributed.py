@@ -21,13 +21,13 @@ derived from (seed, rank), so samples depend on the world size); resume on anoth
 
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import Any, Sequence, cast
 
 import torch
 import torch.distributed as dist
 
+from rlvr.models.device import seed_for
 from rlvr.rollout.base import stamp
 
 MODES = ("ddp", "fsdp2")
@@ -156,11 +156,6 @@ def unwrap(model: torch.nn.Module) -> torch.nn.Module:
     return getattr(model, "module", model)
 
 
-def rank_seed(seed: int, rank: int) -> int:
-    digest = hashlib.sha256(f"{seed}/rank{rank}".encode()).digest()
-    return int.from_bytes(digest[:8], "little") >> 1
-
-
 class ShardedEngine:
     """A `RolloutEngine` that samples this rank's share of the problems and gathers every rank's
     groups in problem order (rank r holds problems r, r + W, ...), so all ranks return the same
@@ -182,7 +177,7 @@ class ShardedEngine:
 
     def generate(self, problems, n, params, seed):
         mine = list(problems)[self.dp.rank::self.dp.world]
-        local = self.inner.generate(mine, n, params, rank_seed(seed, self.dp.rank)) if mine else []
+        local = self.inner.generate(mine, n, params, seed_for(seed, f"rank{self.dp.rank}")) if mine else []
         shards = self.dp.all_gather(local)
         out = [None] * len(problems)
         for r, groups in enumerate(shards):
@@ -292,30 +287,3 @@ def load_full_copy(copy: torch.nn.Module, state: dict[str, torch.Tensor]) -> Non
         raise RuntimeError(f"FSDP2 sampling copy: the gathered state lacks {missing[:5]} and has "
                            f"unexpected {list(result.unexpected_keys)[:5]}; the engine would "
                            "sample from stale weights")
-
-
-class NullLog:
-    """The metrics log of ranks other than 0: the same methods, nothing written."""
-
-    def __init__(self):
-        import time
-
-        self.t0 = time.time()
-
-    def write(self, record: dict[str, Any]) -> None:
-        return None
-
-    def write_transcripts(self, step, groups, advantages) -> None:
-        return None
-
-    def write_completions(self, step, groups, advantages) -> None:
-        return None
-
-    def offsets(self) -> dict[str, int]:
-        return {}
-
-    def truncate_to(self, offsets: dict[str, int]) -> None:
-        return None
-
-    def close(self) -> None:
-        return None

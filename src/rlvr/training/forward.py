@@ -21,15 +21,15 @@ after wrapping).
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable
+from typing import Callable
 
 import torch
 
 from rlvr.models import backends
+from rlvr.models.batch import Batch
 
-# (batch, temperature) -> (log-probs [B, Tc], entropies [B, Tc]); the batch is an `update.Batch`,
-# typed Any because update imports this module
-Forward = Callable[[Any, float], tuple[torch.Tensor, torch.Tensor]]
+# (batch, temperature) -> (log-probs [B, Tc], entropies [B, Tc])
+Forward = Callable[[Batch, float], tuple[torch.Tensor, torch.Tensor]]
 
 
 def is_wrapped(model) -> bool:

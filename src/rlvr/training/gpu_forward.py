@@ -138,15 +138,6 @@ def build(model, *, device, autocast: bool, checkpointing: bool = False,
     return partial(_chunked, hidden, device, vocab_limit, chunk_rows)
 
 
-def logp_and_entropy(model, prompt_ids, prompt_mask, completion_ids, completion_mask, *,
-                     temperature: float, device, autocast: bool, checkpointing: bool = False,
-                     vocab_limit: int | None = None, chunk_rows: int = 2048):
-    """(log-probs [B, Tc], entropies [B, Tc]) of the completion tokens, float32 (`build`, once)."""
-    fwd = build(model, device=device, autocast=autocast, checkpointing=checkpointing,
-                vocab_limit=vocab_limit, chunk_rows=chunk_rows)
-    return fwd(prompt_ids, prompt_mask, completion_ids, completion_mask, temperature)
-
-
 def _full_logits(model, device, autocast: bool, prompt_ids, prompt_mask, completion_ids,
                  completion_mask, temperature: float):
     from rlvr.models.policy import completion_logits, token_logprobs

@@ -65,7 +65,7 @@ class UpdatePlan:
 def plan_update(batch, *, counts_tokens: bool, trim_completions: bool, mu: int = 1,
                 minibatch_size: int = 0, skip_zero: bool = False, micro_batch_tokens: int = 0,
                 rank: int = 0, world: int = 1) -> UpdatePlan:
-    """The pass-independent plan for `batch` (an `update.Batch`). `counts_tokens`: the normaliser
+    """The pass-independent plan for `batch` (a `rlvr.models.batch.Batch`). `counts_tokens`: the normaliser
     is the batch's loss-token count, else its sequence count; `skip_zero`: rows with advantage 0
     get no forward pass (only valid when the loss has no KL and no entropy term)."""
     mask = batch.train_mask()

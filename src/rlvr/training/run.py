@@ -29,13 +29,12 @@ from typing import Any
 from rlvr import config as config_mod
 from rlvr.config import Config
 from rlvr.evaluation.metrics import greedy_accuracy
-from rlvr.monitor.log import MetricsLog, read_metrics
+from rlvr.models.device import seed_for
+from rlvr.monitor.log import MetricsLog, NullLog, read_metrics
 from rlvr.training import checkpoint
-from rlvr.training.distributed import NullLog
 from rlvr.training.banner import banner, resume_note, say, unknown_text_warning
 from rlvr.training.resume import check_resume_config, restore, trainer_state, write_config
 from rlvr.training.runlog import Meter, RunLog
-from rlvr.training.seeds import seed_for
 from rlvr.training.setup import (build_data_parallel, build_device, build_engine, build_problems,
                                  build_sampler, check_engine, set_threads)
 from rlvr.training.source import RolloutSource

@@ -79,7 +79,7 @@ def check_engine(cfg: Config) -> None:
     check_extras(cfg)   # every optional package the config needs, engines and trackers included
     check_launch(cfg, world_from_env()[1])
     if cfg.rollout.engine == "vllm_server" and not cfg.rollout.vllm_urls:
-        from rlvr.rollout.vllm_launch import server_python
+        from rlvr.rollout.vllm.launch import server_python
 
         server_python(cfg.rollout.vllm_python)   # an interpreter with vLLM, or a ConfigError now
     if cfg.rollout.vllm_transport == "nccl":
@@ -130,7 +130,7 @@ def _build_engine(cfg: Config, policy, tokenizer, device=None, dp=None, engine_m
 
     r, chat, text = cfg.rollout, cfg.model.chat_template, cfg.model.chat_template_text
     if r.engine == "vllm":
-        from rlvr.rollout.vllm import VLLMEngine
+        from rlvr.rollout.vllm.engine import VLLMEngine
         return VLLMEngine(policy, tokenizer, chat, r.vllm_options, template_text=text)
     if r.engine == "vllm_server":
         return _server_engine(cfg, policy, tokenizer, dp, engine_model)
@@ -153,7 +153,7 @@ def _build_engine(cfg: Config, policy, tokenizer, device=None, dp=None, engine_m
 def _server_engine(cfg: Config, policy, tokenizer, dp=None, engine_model=None):
     """vLLM servers; under torchrun rank 0 alone holds them (`RankZeroEngine`), fed from
     `engine_model` (FSDP2's unsharded copy) or the policy."""
-    from rlvr.rollout.vllm_servers import VLLMServerEngine
+    from rlvr.rollout.vllm.servers import VLLMServerEngine
 
     r, chat, text = cfg.rollout, cfg.model.chat_template, cfg.model.chat_template_text
 
@@ -192,15 +192,3 @@ def build_sampler(cfg: Config, task, problems: Sequence[Problem], seed: int | st
     if task is not None and not problems:
         return TaskSampler(task, n, seed)
     return DatasetSampler(problems, n, seed)
-
-
-def behaviour_correction(g):
-    """`offpolicy.is_weights` with grpo.is_correction / is_mode / is_cap bound (None when "none")."""
-    import functools
-
-    from rlvr.algo.offpolicy import IS_LEVELS, IS_MODES, is_weights
-
-    if g.is_correction == "none":
-        return None
-    return functools.partial(is_weights, level=IS_LEVELS[g.is_correction], mode=IS_MODES[g.is_mode],
-                             cap=g.is_cap)

@@ -17,11 +17,11 @@ from typing import Any, Callable, Sequence
 
 from rlvr.config import Config
 from rlvr.evaluation.metrics import score_groups
+from rlvr.models.device import seed_for
 from rlvr.rollout.base import SamplingParams
 from rlvr.sampling.mixture import MixtureSampler, source_metrics
 from rlvr.training.rollouts import Rollouts
 from rlvr.training.runlog import Meter
-from rlvr.training.seeds import seed_for
 from rlvr.types import Group, Problem
 
 

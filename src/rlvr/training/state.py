@@ -20,22 +20,22 @@ import functools
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
 
 from rlvr.algo.advantages import ADVANTAGES
 from rlvr.algo.kl import KL_ESTIMATORS
-from rlvr.algo.losses import AGGREGATIONS, seq_mean_token_sum_norm
-from rlvr.algo.offpolicy import CAPPED_METRIC
+from rlvr.algo.losses import AGGREGATIONS, LossSpec
+from rlvr.algo.offpolicy import CAPPED_METRIC, IS_LEVELS, IS_MODES, is_weights
 from rlvr.algo.variants import POLICY_LOSSES, RATIO_LEVELS
 from rlvr.config import Config
+from rlvr.models.device import seed_for
 from rlvr.training import checkpoint, gpu_forward
 from rlvr.training.schedule import lr_multiplier
-from rlvr.training.seeds import seed_for
-from rlvr.training.setup import behaviour_correction
-from rlvr.training.update import Batch, Compute, LossSpec, update_policy
+from rlvr.models.batch import Batch
+from rlvr.training.update import Compute, UpdateSpec, update_policy
 from rlvr.types import Group
 
 
@@ -78,19 +78,25 @@ def place_for_training(policy, dp) -> tuple[Any, Any | None]:
     return (dp.wrap(policy) if dp is not None else policy), fsdp_copy
 
 
-def loss_spec(cfg: Config) -> LossSpec:
+def update_spec(cfg: Config) -> UpdateSpec:
+    """The update and its loss from the `grpo` section, each variant looked up once by name."""
     g = cfg.grpo
-    agg_fn = AGGREGATIONS[g.loss_agg]
-    if agg_fn is seq_mean_token_sum_norm:   # Dr. GRPO divides by the generation budget
-        agg_fn = functools.partial(agg_fn, budget=generation_budget(cfg))
-    return LossSpec(
-        kl_fn=KL_ESTIMATORS[g.kl_estimator], agg_fn=agg_fn,
-        agg_counts_tokens=g.loss_agg == "token-mean", eps_low=g.eps_low, eps_high=g.eps_high,
-        dual_clip=g.dual_clip, beta=g.beta, entropy_coef=g.entropy_coef,
-        temperature=cfg.rollout.temperature, is_weights=behaviour_correction(g),
-        capped_metric=CAPPED_METRIC[g.is_mode], log_ratio_fn=RATIO_LEVELS[g.ratio_level],
-        policy_fn=POLICY_LOSSES[g.policy_loss], top_entropy_quantile=g.top_entropy_quantile,
-        mask_truncated=g.mask_truncated)
+    loss = LossSpec(eps_low=g.eps_low, eps_high=g.eps_high, dual_clip=g.dual_clip, beta=g.beta,
+                    kl_fn=KL_ESTIMATORS[g.kl_estimator], agg_fn=AGGREGATIONS[g.loss_agg],
+                    entropy_coef=g.entropy_coef, log_ratio_fn=RATIO_LEVELS[g.ratio_level],
+                    policy_fn=POLICY_LOSSES[g.policy_loss], top_entropy_quantile=g.top_entropy_quantile)
+    return UpdateSpec(loss=loss.with_budget(generation_budget(cfg)), temperature=cfg.rollout.temperature,
+                      mu=g.mu, minibatch_size=g.minibatch_size, grad_clip=g.grad_clip,
+                      skip_zero_advantage=g.skip_zero_advantage, is_weights=behaviour_correction(g),
+                      capped_metric=CAPPED_METRIC[g.is_mode], mask_truncated=g.mask_truncated)
+
+
+def behaviour_correction(g) -> Callable | None:
+    """`offpolicy.is_weights` with grpo.is_correction / is_mode / is_cap bound (None when "none")."""
+    if g.is_correction == "none":
+        return None
+    return functools.partial(is_weights, level=IS_LEVELS[g.is_correction], mode=IS_MODES[g.is_mode],
+                             cap=g.is_cap)
 
 
 def generation_budget(cfg: Config) -> int:
@@ -106,14 +112,14 @@ class TrainingState:
                  vocab_limit: int | None = None):
         g = cfg.grpo
         self.policy, self.train_model, self.reference = policy, train_model, reference
-        self.device, self.dp, self.seed, self.grpo = device, dp, cfg.seed, g
+        self.device, self.dp, self.seed = device, dp, cfg.seed
         trainable = [p for p in train_model.parameters() if p.requires_grad]   # LoRA: the adapters
         self.optimizer = torch.optim.AdamW(trainable, lr=g.lr, betas=g.adam_betas,
                                            weight_decay=g.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lr_multiplier(g.lr_schedule, g.steps, g.warmup_steps, g.min_lr_ratio))
         self.advantage_fn = ADVANTAGES[g.advantage]
-        self.loss_spec = loss_spec(cfg)
+        self.update_spec = update_spec(cfg)
         ckpt = cfg.model.gradient_checkpointing
         tokens = gpu_forward.micro_batch_tokens(g.micro_batch_tokens, train_model, device, ckpt)
         self.compute = Compute(device, ckpt, tokens, vocab_limit)
@@ -124,11 +130,8 @@ class TrainingState:
 
     def update(self, batch: Batch, step: int) -> dict[str, float]:
         """μ passes over the step's batch, then one scheduler step; returns the update's statistics."""
-        g = self.grpo
-        stats = update_policy(self.train_model, self.optimizer, batch, self.loss_spec, mu=g.mu,
-                              minibatch_size=g.minibatch_size, grad_clip=g.grad_clip,
-                              skip_zero_advantage=g.skip_zero_advantage, reference=self.reference,
-                              autocast=self.device.bf16, compute=self.compute,
+        stats = update_policy(self.train_model, self.optimizer, batch, self.update_spec,
+                              reference=self.reference, autocast=self.device.bf16, compute=self.compute,
                               generator=self.device.host_generator(seed_for(self.seed, step, "mb")),
                               dp=self.dp)
         self.scheduler.step()

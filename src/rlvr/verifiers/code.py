@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import inspect
 import json
 import re
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from rlvr.types import Problem, Score
@@ -78,26 +80,42 @@ def extract_auto(response: str, prompt: Any = None) -> str | None:
     return response if tree is not None and _has_statement(tree) else None
 
 
+@dataclass(frozen=True)
+class CodeSpec:
+    """What `CodeVerifier` does: its `data.verifier_options.code` keys. The sandbox limits
+    (timeout_s, cpu_s, mem_mb, workers, tier, allow_unsafe) go to `SandboxPool` as they are."""
+
+    reward: str = "all"                  # "all": 1 when every case passes; "fraction": the share
+    extract: str = "auto"                # "auto", "fenced" or "raw" (the module docstring)
+    run_visible: bool = True             # also run the visible tests when hidden ones decide
+    float_rel_tol: float = 1e-9
+    float_abs_tol: float = 1e-9
+    cache_size: int = 100_000            # results kept, keyed by (code hash, test-set hash)
+    timeout_s: float = 4.0
+    cpu_s: float | None = None
+    mem_mb: int = 1024
+    workers: int | None = None
+    tier: str | None = None
+    allow_unsafe: bool = False
+
+    def __post_init__(self):
+        if self.reward not in ("all", "fraction"):
+            raise ValueError("reward must be 'all' or 'fraction'")
+        if self.extract not in ("auto", "fenced", "raw"):
+            raise ValueError("extract must be 'auto', 'fenced' or 'raw'")
+
+
 class CodeVerifier:
     name = "code"
 
-    def __init__(self, *, reward: str = "all", timeout_s: float = 4.0,
-                 cpu_s: float | None = None, mem_mb: int = 1024,
-                 workers: int | None = None, tier: str | None = None,
-                 allow_unsafe: bool = False, run_visible: bool = True,
-                 float_rel_tol: float = 1e-9, float_abs_tol: float = 1e-9,
-                 cache_size: int = 100_000, extract: str = "auto"):
-        if reward not in ("all", "fraction"):
-            raise ValueError("reward must be 'all' or 'fraction'")
-        if extract not in ("auto", "fenced", "raw"):
-            raise ValueError("extract must be 'auto', 'fenced' or 'raw'")
-        self.reward, self.run_visible, self.extract = reward, run_visible, extract
-        self.tols = (float_rel_tol, float_abs_tol)
-        self.pool = SandboxPool(workers, tier=tier, allow_unsafe=allow_unsafe,
-                                timeout_s=timeout_s, cpu_s=cpu_s, mem_mb=mem_mb)
+    def __init__(self, spec: CodeSpec = CodeSpec()):
+        self.reward, self.run_visible, self.extract = spec.reward, spec.run_visible, spec.extract
+        self.tols = (spec.float_rel_tol, spec.float_abs_tol)
+        self.pool = SandboxPool(spec.workers, tier=spec.tier, allow_unsafe=spec.allow_unsafe,
+                                timeout_s=spec.timeout_s, cpu_s=spec.cpu_s, mem_mb=spec.mem_mb)
         self._cache: OrderedDict[str, Future] = OrderedDict()
         self._specs: dict[str, TestSpec] = {}
-        self._cache_size = cache_size
+        self._cache_size = spec.cache_size
         self._lock = threading.Lock()
         self.counts = {"jobs": 0, "cache_hits": 0}
 
@@ -226,3 +244,12 @@ def _finish(result: Future, runs: list, code: str, reward_mode: str) -> None:
         details["visible_passed"] = outcomes["visible"].passed
         details["visible_total"] = outcomes["visible"].total
     result.set_result(Score(reward, passed_all, final.flags, code[:2000], details))
+
+
+def code_verifier(**options: Any) -> CodeVerifier:
+    """The registry's factory: keyword options (`data.verifier_options.code`) are `CodeSpec` fields."""
+    return CodeVerifier(CodeSpec(**options))
+
+
+# the config checks list a verifier's options from its factory's signature: CodeSpec's fields
+code_verifier.__signature__ = inspect.signature(CodeSpec)  # type: ignore[attr-defined]

@@ -17,7 +17,7 @@ import re
 from typing import Any, Sequence
 
 from rlvr.types import Problem, Score
-from rlvr.verifiers.math_extract import boxed_contents
+from rlvr.verifiers.math.extract import boxed_contents
 
 _ANSWERS = ("tag", "boxed", "either")
 

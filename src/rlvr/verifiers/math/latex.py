@@ -1,5 +1,5 @@
-"""Low-level LaTeX scanning shared by answer extraction (`math_extract`) and closing-sentence
-reading (`math_prose`): boxes and their contents, math delimiters, connective and text commands.
+"""Low-level LaTeX scanning shared by answer extraction (`extract`) and closing-sentence
+reading (`prose`): boxes and their contents, math delimiters, connective and text commands.
 Pure string functions in linear time; nothing here decides what counts as an answer."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`python -m rlvr.rollout.vllm_server`: one vLLM engine in a process of its own, served on a socket.
+"""`python -m rlvr.rollout.vllm.server`: one vLLM engine in a process of its own, served on a socket.
 
 Run by `rollout.engine: vllm_server` (`vllm_servers.VLLMServerEngine` starts one per server, with
 the interpreter of `rollout.vllm_python`, so the trainer's environment need not hold vLLM), or by
@@ -138,9 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     from multiprocessing.connection import Listener
     from multiprocessing import AuthenticationError
 
-    from rlvr.rollout.vllm import _CPU_ENV
+    from rlvr.rollout.vllm.engine import _CPU_ENV
 
-    ap = argparse.ArgumentParser(prog="python -m rlvr.rollout.vllm_server")
+    ap = argparse.ArgumentParser(prog="python -m rlvr.rollout.vllm.server")
     ap.add_argument("--model", required=True, help="a Hugging Face checkpoint directory")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     from vllm import LLM
 
     kwargs = {"enforce_eager": True, "seed": 0, "logprobs_mode": "processed_logprobs",
-              "worker_extension_cls": "rlvr.rollout.vllm_worker.WeightSync", **json.loads(args.options)}
+              "worker_extension_cls": "rlvr.rollout.vllm.worker.WeightSync", **json.loads(args.options)}
     llm = LLM(model=args.model, **kwargs)
     listener = Listener((args.host, args.port), authkey=bytes.fromhex(key))
     print(READY + json.dumps({"port": listener.address[1], "pid": os.getpid()}), flush=True)

@@ -1,6 +1,6 @@
 """`rollout.engine: vllm_server`: generation on vLLM servers, each a process of its own.
 
-The engine starts `rollout.vllm_servers` local servers (`python -m rlvr.rollout.vllm_server` under
+The engine starts `rollout.vllm_servers` local servers (`python -m rlvr.rollout.vllm.server` under
 the interpreter `server_python` picks, so the trainer's environment need not hold vLLM), places
 them with Ray when `rollout.ray_address` is set (`vllm_ray`), or connects to running ones
 (`rollout.vllm_urls`, "host:port", key in RLVR_VLLM_AUTHKEY). Servers start from the policy's
@@ -42,9 +42,9 @@ from typing import Any, Callable, Sequence
 
 from rlvr.errors import ConfigError
 from rlvr.rollout.base import PromptEncoder, SamplingParams, stamp
-from rlvr.rollout.vllm_launch import LocalLauncher, server_python
-from rlvr.rollout.vllm_transport import TRANSPORTS
-from rlvr.rollout.vllm_worker import state_hash
+from rlvr.rollout.vllm.launch import LocalLauncher, server_python
+from rlvr.rollout.vllm.transport import TRANSPORTS
+from rlvr.rollout.vllm.worker import state_hash
 from rlvr.types import Completion, Group, Problem
 
 RESTARTS_PER_CALL = 2
@@ -151,7 +151,7 @@ class VLLMServerEngine:
 
     def generate(self, problems: Sequence[Problem], n: int, params: SamplingParams,
                  seed: int) -> list[Group]:
-        from rlvr.rollout.vllm import prompt_seed
+        from rlvr.rollout.vllm.engine import prompt_seed
 
         prompts = self.prompts.encode_all(problems)
         outputs = self._sample(prompts, n, params, [prompt_seed(seed, i, n) for i in range(len(prompts))])
@@ -189,7 +189,7 @@ class VLLMServerEngine:
 
     def _sample(self, prompts: list[list[int]], n: int, params: SamplingParams, seeds: list[int]) -> list:
         """Prompt i with seed i, served by server i mod N; the samples in prompt order."""
-        from rlvr.rollout.vllm import more_kwargs
+        from rlvr.rollout.vllm.engine import more_kwargs
 
         k = len(self.servers)
         base = {"op": "generate", "n": n, "temperature": 0.0 if params.greedy else params.temperature,
@@ -213,7 +213,7 @@ class VLLMServerEngine:
     def canary(self, policy, prompt: list[int], completion: list[int]) -> dict[str, float]:
         """Each server's and the trainer's log-probs of the same completion (temperature 1): the
         worst server's KL estimate and max |Δ|."""
-        from rlvr.rollout.vllm import canary_metrics
+        from rlvr.rollout.vllm.engine import canary_metrics
 
         replies = self._call_all([{"op": "score", "ids": prompt + completion, "start": len(prompt)}]
                                  * len(self.servers))
@@ -331,7 +331,7 @@ def _launcher(python: str, servers: int, ray_address: str):
     key = secrets.token_hex(16)
     if not ray_address:
         return LocalLauncher(python, key, owns_files=True)   # the engine's own temporary directory
-    from rlvr.rollout.vllm_ray import RayLauncher
+    from rlvr.rollout.vllm.ray_launch import RayLauncher
 
     return RayLauncher(python, key, servers, ray_address)
 

@@ -75,7 +75,7 @@ def _sides(s: str) -> list[str]:
 
 def reference_form(ref: str, stated: Callable[[str], list[str]] | None = None) -> str:
     """The reference as the verifier compares it (see the module docstring). `stated` reads the
-    answer a sentence states (the extraction of `math_extract`), passed in to keep layers flat."""
+    answer a sentence states (the extraction of `extract`), passed in to keep layers flat."""
     s = re.sub(r"(?<=\d),\\!\s*(?=\d{3}(?!\d))", "", ref.strip())
     if m := _OPTION_TEXT.fullmatch(s):
         return f"({m.group(1) or m.group(2)})"

@@ -2,13 +2,13 @@
 
 A response earns reward 1 when its single final answer equals the reference. The steps:
 
-1. extract candidate answers from the final-answer region (`math_extract`, policy per dataset via
+1. extract candidate answers from the final-answer region (`extract`, policy per dataset via
    `extract=` or per problem via `metadata["extract"]`); none → reward 0, flag `no_answer`;
 2. strictness: two or more *different* answers (two boxes, "3 or 4", a list where the reference is a
    single value, two boxes joined by a relation) → reward 0, flag `multiple_answers`; what each
-   answer and the reference claim is read first (`math_claims`: dataset-style references, an
+   answer and the reference claim is read first (`claims`: dataset-style references, an
    equation's right side, the exact value before `\\approx`, the option letter not ruled out);
-3. plain numbers are compared exactly in-process (`math_fast`), also against a reference that
+3. plain numbers are compared exactly in-process (`fast`), also against a reference that
    evaluates to a number (its value is computed once per new reference, in a worker); everything else
    goes to math-verify in a worker process under a hard budget (`timeout_s`, default 5 s: a check
    that takes 0.5 s alone takes several on a loaded machine, and a correct answer that times out
@@ -34,16 +34,16 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
 from rlvr.types import Problem, Score
-from rlvr.verifiers.math_claims import chosen_options, equation_claim, reference_form, split_approx
-from rlvr.verifiers.math_extract import (POLICIES, boxed_contents, extract_candidates, final_region,
+from rlvr.verifiers.math.claims import chosen_options, equation_claim, reference_form, split_approx
+from rlvr.verifiers.math.extract import (POLICIES, boxed_contents, extract_candidates, final_region,
                                          is_hedge, split_parts)
-from rlvr.verifiers.math_forms import (as_interval, as_list, decimal_comma, drop_remark, expand_pm,
+from rlvr.verifiers.math.forms import (as_interval, as_list, decimal_comma, drop_remark, expand_pm,
                                        one_value, text_key)
-from rlvr.verifiers.math_fast import (Number, fast_equal, normalize, number_vs_shape,
+from rlvr.verifiers.math.fast import (Number, fast_equal, normalize, number_vs_shape,
                                       numbers_equal, same_when_rounded, to_number)
 from rlvr.verifiers.workers import WorkerPool
 
-_SYMBOLIC = "rlvr.verifiers.math_symbolic"
+_SYMBOLIC = "rlvr.verifiers.math.symbolic"
 _MAX_CANDIDATES = 20
 # Checks each worker runs before it takes work, so that latex2sympy's and sympy's first-call
 # set-up (hundreds of ms) is not charged to the budget of a real check. Kept short: a worker

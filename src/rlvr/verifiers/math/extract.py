@@ -4,7 +4,7 @@ Only the final-answer region counts: the text after the last `</think>` (a respo
 never closes has no final region). Within it a policy collects candidate answer strings:
 
 - "boxed":      the last run of `\\boxed{...}` / `\\fbox{...}` joined only by separators (a nested
-                box counts once, by its content; see `math_prose.last_box_run`); an empty last
+                box counts once, by its content; see `prose.last_box_run`); an empty last
                 box is no answer, whatever the prose says;
 - "answer_tag": every `<answer>...</answer>`; a box inside a tag narrows the tag to the box;
 - "phrase":     the last "answer is ..." / "answer: ..." phrase (also French, Spanish, German,
@@ -12,7 +12,7 @@ never closes has no final region). Within it a policy collects candidate answer 
 - "whole":      the whole region, for responses that are only an answer (`$\\frac{1}{2}$`, `x = 3`);
 - "auto":       the first of answer_tag, boxed, phrase that finds something, else "whole" when the
                 region is a bare answer (one math block, or a short string with at most one word),
-                else the values of the closing sentence (`math_prose`).
+                else the values of the closing sentence (`prose`).
 
 All scanning is linear in the response length (brace matching by hand, no backtracking regex over
 the whole text). What this module does not do: decide whether two candidates are the same value;
@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import re
 
-from rlvr.verifiers.math_latex import (_CONNECTIVE, _DELIMS, _TEXT_CMD, _match_brace,  # noqa: F401
+from rlvr.verifiers.math.latex import (_CONNECTIVE, _DELIMS, _TEXT_CMD, _match_brace,  # noqa: F401
                                        box_spans, boxed_contents, strip_delimiters)
-from rlvr.verifiers.math_prose import MATH, closing_sentence, last_box_run, math_bodies, sentence_items
+from rlvr.verifiers.math.prose import MATH, closing_sentence, last_box_run, math_bodies, sentence_items
 
 POLICIES = ("auto", "boxed", "answer_tag", "phrase", "whole")
 _WHOLE_MAX_CHARS = 300      # a "whole response" answer longer than this is prose, not an answer

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from rlvr.verifiers.math_latex import _CONNECTIVE, _TEXT_CMD, box_spans, strip_delimiters
+from rlvr.verifiers.math.latex import _CONNECTIVE, _TEXT_CMD, box_spans, strip_delimiters
 
 MATH = re.compile(
     r"\$\$(.+?)\$\$"

@@ -1,4 +1,4 @@
-"""Starting vLLM servers (`rlvr.rollout.vllm_server`) as local processes, for `vllm_servers`.
+"""Starting vLLM servers (`rlvr.rollout.vllm.server`) as local processes, for `vllm_servers`.
 
 `server_python` picks the interpreter (`rollout.vllm_python`, else this one when it has vLLM, else
 the project's `.venv-vllm`); `server_env` gives a server this environment minus torchrun's
@@ -33,7 +33,7 @@ def server_python(configured: str = "", roots: tuple[Path, ...] | None = None) -
         return configured
     if importlib.util.find_spec("vllm") is not None:
         return sys.executable
-    for root in roots if roots is not None else (Path(__file__).resolve().parents[3], Path.cwd()):
+    for root in roots if roots is not None else (Path(__file__).resolve().parents[4], Path.cwd()):
         candidate = root / ".venv-vllm" / "bin" / "python"
         if candidate.exists():
             return str(candidate)
@@ -44,10 +44,10 @@ def server_python(configured: str = "", roots: tuple[Path, ...] | None = None) -
 def server_env(key: str) -> dict[str, str]:
     """The server's environment: this one without torchrun's variables, rlvr's own source first
     on the path (the server runs the trainer's rlvr), one thread per op, the key."""
-    from rlvr.rollout.vllm import _CPU_ENV
+    from rlvr.rollout.vllm.engine import _CPU_ENV
 
     env = {k: v for k, v in os.environ.items() if k not in _RANK_VARS}
-    src = str(Path(__file__).resolve().parents[2])
+    src = str(Path(__file__).resolve().parents[3])
     env["PYTHONPATH"] = os.pathsep.join([src] + [p for p in [env.get("PYTHONPATH", "")] if p])
     env["OMP_NUM_THREADS"] = "1"   # one thread per server: N servers share the cores, not N² threads
     env["RLVR_VLLM_AUTHKEY"] = key
@@ -70,7 +70,7 @@ class LocalLauncher:
         """Start a server process (it loads its model meanwhile); `ready` waits for it."""
         import subprocess
 
-        cmd = [self.python, "-m", "rlvr.rollout.vllm_server", "--model", model_dir,
+        cmd = [self.python, "-m", "rlvr.rollout.vllm.server", "--model", model_dir,
                "--host", self.host, "--options", json.dumps(options), "--exit-with-parent"]
         if self.owns_files:
             cmd += ["--remove-when-orphaned", os.path.dirname(os.path.abspath(model_dir))]
@@ -113,7 +113,7 @@ class LocalLauncher:
 
 def _ready_line(proc) -> dict | None:
     """The server's ready line (vLLM logs to stdout too), or None when it exits first."""
-    from rlvr.rollout.vllm_server import READY
+    from rlvr.rollout.vllm.server import READY
 
     for line in proc.stdout:
         if line.startswith(READY):

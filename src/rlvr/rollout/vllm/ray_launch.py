@@ -24,7 +24,7 @@ class ServerHost:
     def __init__(self, python: str, key: str):
         import ray
 
-        from rlvr.rollout.vllm_launch import LocalLauncher
+        from rlvr.rollout.vllm.launch import LocalLauncher
 
         # the server's parent is this actor, not the trainer, and the weight files are on the
         # trainer's node: they are the trainer's to remove

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from rlvr.verifiers.math_extract import split_parts
+from rlvr.verifiers.math.extract import split_parts
 
 _ASSIGN = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?)\s*=\s*(?!=)")
 _LONE_VAR = re.compile(r"[A-Za-z](?:_\{?\w+\}?)?(?:\([^()]*\))?")

@@ -81,7 +81,7 @@ class VLLMEngine:
         kwargs = {"dtype": str(next(policy.parameters()).dtype).removeprefix("torch."),
                   "enforce_eager": True, "seed": 0, "logprobs_mode": "processed_logprobs",
                   "max_model_len": min(4096, getattr(policy.config, "max_position_embeddings", 4096)),
-                  "worker_extension_cls": "rlvr.rollout.vllm_worker.WeightSync",
+                  "worker_extension_cls": "rlvr.rollout.vllm.worker.WeightSync",
                   "enable_sleep_mode": self.sleep_mode}
         kwargs.update(options or {})
         with tempfile.TemporaryDirectory(prefix="rlvr-vllm-") as path:

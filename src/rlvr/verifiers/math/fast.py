@@ -51,7 +51,7 @@ _REPEATING = re.compile(r"([+-]?)(\d*)\.(\d*)\\overline\s*\{?(\d{1,20})\}?")
 
 
 def _text_key(answer: str) -> str | None:
-    from rlvr.verifiers.math_forms import text_key  # math_forms imports math_extract only
+    from rlvr.verifiers.math.forms import text_key  # forms imports extract only
     return text_key(answer)
 
 

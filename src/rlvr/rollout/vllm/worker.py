@@ -57,7 +57,7 @@ class WeightSync:
     def rlvr_nccl_init(self, host: str, port: int, rank: int, world: int) -> int:
         """Join the trainer's weight-broadcast group as `rank` (`vllm_transport.NcclTransport`;
         unverified: written for GPUs)."""
-        from rlvr.rollout.vllm_transport import join
+        from rlvr.rollout.vllm.transport import join
 
         self.rlvr_group = join(host, port, rank, world)
         return rank
@@ -65,7 +65,7 @@ class WeightSync:
     def rlvr_nccl_load(self, meta: list) -> tuple[int, str]:
         """Receive the tensors named in `meta` from the trainer's broadcast onto this worker's
         device and load them; returns their count and `state_hash`."""
-        from rlvr.rollout.vllm_transport import receive
+        from rlvr.rollout.vllm.transport import receive
 
         state = receive(self.rlvr_group, meta, getattr(self, "device", None))
         self.reload_weights(weights_iterator=iter(state.items()), is_checkpoint_format=True)
