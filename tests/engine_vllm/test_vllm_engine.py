@@ -140,3 +140,70 @@ def test_first_tokens_are_drawn_from_the_trainers_distribution(setup):
     worst = float(((counts / n - probs).abs() / sd.clamp_min(1e-12)).max())
     print(f"first-token frequencies vs the trainer's probabilities: max {worst:.2f} sd")
     assert worst < 5, worst
+
+
+def stop_rows_match(hf, engine, problems, max_new: int, min_rows: int) -> str:
+    """Greedy rows of both engines under the same stop strings (dropped, then kept) are equal: the
+    same tokens, text and finish reason. The stop string is the two characters found past the start
+    of the most greedy rows (returned). Sampled rows cannot be compared across engines: their
+    random streams differ."""
+    from collections import Counter
+
+    from rlvr.rollout.base import SamplingParams
+
+    free = [c.text for g in hf.generate(problems, 1, SamplingParams(max_new_tokens=max_new, greedy=True), 0)
+            for c in g.completions]
+    pairs = Counter(p for t in free for p in {t[i:i + 2] for i in range(2, len(t) - 2)} if p.strip())
+    stop = pairs.most_common(1)[0][0]
+    assert sum(stop in t for t in free) >= min_rows, free
+
+    def rows(eng, include):
+        params = SamplingParams(max_new_tokens=max_new, greedy=True, stop=(stop, "\x00never"),
+                                include_stop_str=include)
+        return [(c.token_ids, c.text, c.finish_reason) for g in eng.generate(problems, 1, params, 0)
+                for c in g.completions]
+
+    for include in (False, True):
+        ours, theirs = rows(hf, include), rows(engine, include)
+        assert ours == theirs, (stop, include)
+        for (ids, text, reason), full in zip(ours, free):
+            if stop in full:
+                assert reason == "stop" and text.endswith(stop) == include and len(text) < len(full)
+    return stop
+
+
+def test_stop_strings_give_the_hf_engines_completions(setup):
+    from rlvr.rollout.hf import HFEngine
+
+    policy, engine, problems = setup
+    stop_rows_match(HFEngine(policy, engine.tokenizer), engine, problems, 24, 1)
+
+
+def test_min_p_logprobs_are_the_truncated_distribution_and_repetition_penalty_is_not_the_trainers(setup):
+    """vLLM's processed log-probs under min-p are `rollout.sampling.truncated_logp` of the trainer's
+    logits (min-p after temperature, before top-k), so the contract holds; under a repetition
+    penalty they are not the trainer's distribution at all, which is why the config refuses it
+    without grpo.is_correction (the mismatch is printed with and without)."""
+    from rlvr.models.policy import completion_logits
+    from rlvr.rollout.base import SamplingParams
+    from rlvr.rollout.sampling import truncated_logp
+
+    policy, engine, problems = setup
+    params = SamplingParams(temperature=0.7, min_p=0.2, top_k=8, max_new_tokens=12)
+    groups = engine.generate(problems, 4, params, seed=1)
+    worst, cut = 0.0, 0.0
+    with torch.no_grad():
+        for g in groups:
+            for c in g.completions:
+                p, t = torch.tensor([g.prompt_ids]), torch.tensor([c.token_ids])
+                logits = completion_logits(policy, p, torch.ones_like(p), t, torch.ones_like(t))[0].float()
+                ours = truncated_logp(logits, params).gather(-1, t[0][:, None]).squeeze(-1)
+                full = torch.log_softmax(logits / params.temperature, -1).gather(-1, t[0][:, None]).squeeze(-1)
+                worst = max(worst, float((ours - torch.tensor(c.logprobs)).abs().max()))
+                cut = max(cut, float((ours - full).max()))
+    assert worst < 1e-3 and cut > 0.05, (worst, cut)
+    plain = _max_delta(policy, engine.generate(problems, 4, SamplingParams(max_new_tokens=12), seed=1), 1.0)
+    penalised = _max_delta(policy, engine.generate(
+        problems, 4, SamplingParams(max_new_tokens=12, repetition_penalty=1.5), seed=1), 1.0)
+    print(f"vLLM vs trainer max |dlogp|: plain {plain:.2e}, repetition_penalty=1.5 {penalised:.2e}")
+    assert plain < 1e-3 < 0.05 < penalised

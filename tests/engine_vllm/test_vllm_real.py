@@ -50,3 +50,12 @@ def test_real_model_logprobs_match_the_trainer_and_survive_a_push(setup):
     print(f"after a push: canary {engine.sync_metrics}")
     assert _max_delta(policy, groups, 1.0) < 1e-3
     assert engine.sync_metrics.get("mismatch/canary_kl", 0.0) < 1e-6
+
+
+def test_real_model_stop_strings_match_the_hf_engine(setup):
+    """SmolLM2's greedy rows (real text) cut by the same stop string on both engines."""
+    from rlvr.rollout.hf import HFEngine
+    from test_vllm_engine import stop_rows_match
+
+    policy, tok, engine, problems = setup
+    print("stop string:", repr(stop_rows_match(HFEngine(policy, tok), engine, problems, 48, 3)))

@@ -41,12 +41,19 @@ def _draw(params: SamplingParams) -> dict[int, float]:
     (SamplingParams(top_p=0.9), {0: 2 - math.log(E**2 + E + 1), 2: -math.log(E**2 + E + 1)}),
     # top-k = 3 first, then top-p on the renormalised top-3 (mass before token 2: 0.910 > 0.9)
     (SamplingParams(top_k=3, top_p=0.9), {0: 2 - math.log(E**2 + E), 1: 1 - math.log(E**2 + E)}),
+    # min-p = 0.3: tokens below 0.3 x 0.644 = 0.193 are cut, {0, 1} kept; 0.1: 0.064, {0, 1, 2}
+    (SamplingParams(min_p=0.3), {0: 2 - math.log(E**2 + E), 1: 1 - math.log(E**2 + E)}),
+    (SamplingParams(min_p=0.1), {2: -math.log(E**2 + E + 1)}),
+    # after temperature 2 the top probability is 0.455: 0.3 x 0.455 = 0.137 keeps {0, 1, 2}
+    (SamplingParams(temperature=2.0, min_p=0.3), {0: 1 - math.log(E + E**0.5 + 1)}),
+    # min-p before top-k (vLLM's order)
+    (SamplingParams(min_p=0.1, top_k=2), {0: 2 - math.log(E**2 + E)}),
 ])
 def test_behaviour_logprob_is_under_the_truncated_renormalised_distribution(params, expected):
     seen = _draw(params)
     for token, logp in expected.items():
         assert seen[token] == pytest.approx(logp, abs=1e-5)
-    if params.top_k or params.top_p < 1:   # the kept tokens' probabilities sum to 1
+    if params.top_k or params.top_p < 1 or params.min_p:   # the kept tokens' probabilities sum to 1
         assert math.log(sum(math.exp(v) for v in seen.values())) == pytest.approx(0.0, abs=1e-5)
 
 
@@ -93,15 +100,17 @@ def _full_logp(model, tokenizer, group, temperature):
     return token_logprobs(logits, comp_ids, temperature=temperature), comp_mask.bool()
 
 
-def test_engine_records_truncated_logprobs_above_the_full_distribution(tiny):
-    """Under top-p the recorded log μ exceeds the trainer's log π (full softmax(z / T)) by −log of
-    the kept mass: >= 0 everywhere, > 0 where the nucleus dropped tokens."""
+@pytest.mark.parametrize("params", [SamplingParams(temperature=1.5, top_p=0.6, max_new_tokens=8),
+                                    SamplingParams(temperature=1.0, min_p=0.55, max_new_tokens=8)],
+                         ids=["top_p", "min_p"])
+def test_engine_records_truncated_logprobs_above_the_full_distribution(tiny, params):
+    """Under top-p or min-p the recorded log μ exceeds the trainer's log π (full softmax(z / T))
+    by −log of the kept mass: >= 0 everywhere, > 0 where the truncation dropped tokens."""
     model, tokenizer = tiny
-    params = SamplingParams(temperature=1.5, top_p=0.6, max_new_tokens=8)
     groups = HFEngine(model, tokenizer).generate(PROBLEMS, 6, params, seed=4)
     gaps = []
     for group in groups:
-        full, mask = _full_logp(model, tokenizer, group, 1.5)
+        full, mask = _full_logp(model, tokenizer, group, params.temperature)
         for i, c in enumerate(group.completions):
             gaps.append(torch.tensor(c.logprobs) - full[i][mask[i]])
     gap = torch.cat(gaps)

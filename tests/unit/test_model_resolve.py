@@ -31,7 +31,20 @@ def test_missing_local_path_fails_at_once(path, tmp_path, monkeypatch):
 
 
 def test_hub_ids_are_left_to_the_hub(tmp_path, monkeypatch):
+    """When the hub is reachable, or offline with a cached copy (rlvr.data.hub.check_hub_id)."""
+    import huggingface_hub.constants as c
+    import rlvr.data.hub as hub
+
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(hub, "hub_reachable", lambda timeout=3.0: True)
+    monkeypatch.setattr(c, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert resolve.resolve_model_path("HuggingFaceTB/SmolLM2-135M-Instruct") == \
+        "HuggingFaceTB/SmolLM2-135M-Instruct"
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(UserError, match="HF_HUB_OFFLINE is set"):
+        resolve.resolve_model_path("HuggingFaceTB/SmolLM2-135M-Instruct")
+    (tmp_path / "hub" / "models--HuggingFaceTB--SmolLM2-135M-Instruct").mkdir(parents=True)
     assert resolve.resolve_model_path("HuggingFaceTB/SmolLM2-135M-Instruct") == \
         "HuggingFaceTB/SmolLM2-135M-Instruct"
 
@@ -98,3 +111,22 @@ def test_a_gguf_file_without_its_readers_says_which_and_how(hidden, tmp_path, mo
         resolve.resolve_model_path(str(gguf))
     models = tmp_path / "cache" / "models"
     assert not models.exists() or not any((p / "config.json").exists() for p in models.iterdir())
+
+
+@pytest.mark.parametrize("argv", [["eval", "runs/no-such-model", "--n=1", "--out=evalout"],
+                                  ["train", "quickstart", "model.path=runs/no-such-model", "run.progress=false"]])
+def test_every_command_refuses_a_mistyped_model_path_at_once(tmp_path, monkeypatch, capsys, argv):
+    """`rlvr eval` and `rlvr train` resolve model names alike: offline, a mistyped relative path is
+    an error at once (exit 2) naming the id and the local path tried, not a minute of hub retries."""
+    import time
+
+    from rlvr.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    start = time.monotonic()
+    code = main([*argv, f"run.dir={tmp_path / 'run'}"] if argv[0] == "train" else argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "'runs/no-such-model'" in err and f"{tmp_path}/runs/no-such-model" in err and "HF_HUB_OFFLINE" in err
+    assert time.monotonic() - start < 30 and not (tmp_path / "run").exists()

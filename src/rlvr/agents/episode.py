@@ -17,7 +17,7 @@ the prefix), or that the decoded `text` re-encodes to `token_ids`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import torch
@@ -63,8 +63,7 @@ def run_episodes(engine, tokenizer, problems: Sequence[Problem], n: int, make_en
     try:
         while live := [e for e in episodes if e.finish is None]:
             room = max(budget.max_tokens - len(e.ids) for e in live)
-            turn = SamplingParams(params.temperature, params.top_p,
-                                  min(budget.turn_tokens, room), params.greedy)
+            turn = replace(params, max_new_tokens=min(budget.turn_tokens, room), stop=())
             rows = engine.continue_ids([e.prompt + e.ids for e in live], turn, gen)
             for e, (tokens, logps, reason) in zip(live, rows):
                 _advance(e, tokens, logps, reason, tokenizer, fmt, budget)

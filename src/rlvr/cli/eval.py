@@ -18,7 +18,6 @@ from pathlib import Path
 
 from rlvr.cli.dialect import SUPPRESS, given_flags, one_at_most, split_words
 from rlvr.config.commands import EvalCommandConfig, load_command
-from rlvr.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -101,7 +100,7 @@ def load_eval_problems(args: EvalCommandConfig):
     if not args.data:
         problems = ArithmeticTask(args.digits, args.ops).heldout(args.n)
         return problems, build_verifiers({p.verifier for p in problems})
-    problems = load_problems(args.data, args.verifier)[:args.n]
+    problems = list(load_problems(args.data, args.verifier)[:args.n])
     verifiers = build_verifiers({p.verifier for p in problems})
     check_references(problems, verifiers)
     return problems, verifiers
@@ -109,12 +108,10 @@ def load_eval_problems(args: EvalCommandConfig):
 
 def _load_engine(path: str, device_spec: str = "auto"):
     from rlvr.cli.sft import _device
-    from rlvr.models.policy import BUILTIN_TINY, load_policy
+    from rlvr.models.policy import load_policy
     from rlvr.rollout.hf import HFEngine
 
-    if path != BUILTIN_TINY and not Path(path).exists():
-        raise UserError(f"model: {path} does not exist")
-    device = _device(device_spec)
+    device = _device(device_spec)   # load_policy resolves the names `rlvr train` takes (models/resolve.py)
     model, tokenizer = load_policy(path, device=device)
     return HFEngine(model, tokenizer, device=device)
 

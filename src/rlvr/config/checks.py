@@ -42,6 +42,7 @@ def check_config(cfg: Any) -> None:
         raise ConfigError(f"grpo.reward_norm=per_term whitens the summed terms over the batch itself "
                           f"(GDPO); it takes no grpo.advantage={cfg.grpo.advantage!r}: "
                           "set grpo.advantage=group")
+    check_sampling(cfg)
     if cfg.grpo.policy_loss == "cispo" and cfg.grpo.dual_clip:
         raise ConfigError("grpo.dual_clip: not used by grpo.policy_loss=cispo (its weight is capped "
                           "at 1 + grpo.eps_high); set grpo.dual_clip=0")
@@ -51,11 +52,14 @@ def check_data_source(data: Any) -> None:
     """Exactly one source of problems: a built-in task, or files. A task generates its own problems
     and would ignore `train_path`/`eval_path` (a run that looks fine on the wrong data), so both
     together are refused, naming what to drop; the default `task: arithmetic` counts as set."""
-    if not data.task and not data.train_path:
-        raise ConfigError("data.train_path: required when data.task is empty")
-    files = [k for k in ("train_path", "eval_path") if getattr(data, k)]
+    check_mix(data)
+    check_columns("data.columns", data.columns)
+    if not data.task and not data.train_path and not data.mix:
+        raise ConfigError("data.train_path: required when data.task is empty (or data.mix)")
+    files = [k for k in ("train_path", "eval_path", "mix") if getattr(data, k)]
     if data.task and files:
         given = " and ".join(f"data.{k}={getattr(data, k)}" for k in files)
+        given = given if files != ["mix"] else "data.mix"
         raise ConfigError(f"data.task={data.task!r} and {given} are both set, but a built-in task "
                           f"ignores files: to train on your file set data.task='' (YAML: task: \"\"), "
                           f"or drop data.{files[0]} to train on the task")
@@ -119,6 +123,7 @@ def check_launch(cfg: Any, world_size: int, engines: Mapping[str, Any]) -> None:
 def check_combinations(cfg: Any, engine: str, distributed: bool, engines: Mapping[str, Any]) -> None:
     """Combinations with no tested code path behind them stop before anything is written."""
     lora, ahead, row = cfg.model.lora.r > 0, cfg.rollout.max_staleness > 0, engines[engine]
+    check_sampling(cfg, engines)
     if cfg.data.task == "agentic" or cfg.data.task.startswith("verifiers:"):
         kind = "agentic" if cfg.data.task == "agentic" else "verifiers"
         plays = [n for n, r in engines.items() if kind in r.episodes]
@@ -136,3 +141,89 @@ def check_combinations(cfg: Any, engine: str, distributed: bool, engines: Mappin
         able = " or ".join(n for n, r in engines.items() if (r.lora if key == "model.lora.r" else r.ahead))
         raise ConfigError(f"{key}: needs rollout.engine={able} (the {engine} engine does not take "
                           "merged adapters or run ahead yet)")
+
+
+MIX_KEYS = {"path", "weight", "name", "verifier", "config", "split", "columns", "reference_extractor",
+            "prompt_field", "prompt_template", "system_prompt"}
+COLUMN_KEYS = {"prompt", "reference", "id", "verifier"}
+EXTRACTORS = ("", "gsm8k", "boxed", "none")
+_MIX_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def check_columns(key: str, columns: Any) -> None:
+    """A column map names prompt / reference / id / verifier, each as a column name."""
+    if not isinstance(columns, Mapping):
+        raise ConfigError(f"{key}: expected a mapping like {{prompt: question, reference: answer}}")
+    for k, v in columns.items():
+        if k not in COLUMN_KEYS:
+            raise ConfigError(f"{key}.{k}: unknown key; allowed: {', '.join(sorted(COLUMN_KEYS))}")
+        if not isinstance(v, str) or not v:
+            raise ConfigError(f"{key}.{k}: expected a column name, got {v!r}")
+
+
+def mix_name(entry: Mapping[str, Any]) -> str:
+    """A mixture source's name: its `name`, else its path's last part without the extension."""
+    if entry.get("name"):
+        return str(entry["name"])
+    last = str(entry["path"]).rstrip("/").rsplit("/", 1)[-1]
+    return last.split(".", 1)[0] or last
+
+
+def check_mix(data: Any) -> None:
+    """`data.mix`: a list of {path, weight > 0, ...} with unique names, replacing data.train_path."""
+    if not data.mix:
+        return
+    if data.train_path:
+        raise ConfigError("data.mix and data.train_path are both set: list every training source "
+                          "in data.mix (data.eval_path stays the held-out set)")
+    names: set[str] = set()
+    for i, entry in enumerate(data.mix):
+        key = f"data.mix[{i}]"
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("path"), str) or not entry["path"]:
+            raise ConfigError(f"{key}: expected a mapping with a path, like {{path: train.jsonl, weight: 1}}")
+        unknown = sorted(set(entry) - MIX_KEYS)
+        if unknown:
+            raise ConfigError(f"{key}.{unknown[0]}: unknown key; allowed: {', '.join(sorted(MIX_KEYS))}")
+        w = entry.get("weight", 1.0)
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w <= 0:
+            raise ConfigError(f"{key}.weight: expected a number > 0, got {w!r}")
+        if entry.get("reference_extractor", "") not in EXTRACTORS:
+            raise ConfigError(f"{key}.reference_extractor: expected one of gsm8k, boxed, none")
+        check_columns(f"{key}.columns", entry.get("columns", {}))
+        name = mix_name(entry)
+        if not _MIX_NAME.match(name) or name in names:
+            raise ConfigError(f"{key}.name: {name!r} must be unique and made of letters, digits, "
+                              "'_', '-', '.' (it names the source's metrics: source/NAME/...)")
+        names.add(name)
+
+
+OWN_SAMPLING_KEYS = {"n", "seed", "temperature", "top_p", "top_k", "min_p", "max_tokens", "logprobs",
+                     "stop", "include_stop_str_in_output", "repetition_penalty", "allowed_token_ids",
+                     "prompt_logprobs"}
+
+
+def check_sampling(cfg: Any, engines: Mapping[str, Any] | None = None) -> None:
+    """Generation controls that keep the behaviour-policy contract, or a refusal naming why.
+
+    Repetition penalty and extra vLLM keywords reshape each token's distribution by the row's
+    history; the trainer's log π never sees that, so the update must weight tokens by π / μ with
+    μ as sampled: only vLLM applies them (its processed log-probs include them), and only with
+    `grpo.is_correction` on. min-p and stop strings keep the contract on every engine."""
+    r = cfg.rollout
+    own = sorted(set(r.generation_kwargs) & OWN_SAMPLING_KEYS)
+    if own:
+        raise ConfigError(f"rollout.generation_kwargs.{own[0]}: set by rlvr itself; use the rollout "
+                          "key of that name")
+    asked = [k for k, on in (("repetition_penalty", r.repetition_penalty != 1.0),
+                             ("generation_kwargs", bool(r.generation_kwargs))) if on]
+    if not asked:
+        return
+    able = [n for n, row in (engines or {}).items() if row.history_controls]
+    if engines is not None and r.engine not in able:
+        raise ConfigError(f"rollout.{asked[0]}: the {r.engine} engine does not apply it (it changes the "
+                          f"sampling distribution; rollout.engine={' or '.join(able)} apply it and report "
+                          "the log-probs it sampled from)")
+    if cfg.grpo.is_correction == "none":
+        raise ConfigError(f"rollout.{asked[0]}: it changes the distribution tokens are sampled from, "
+                          "which the trainer's log-probs do not see; set grpo.is_correction=token (or "
+                          "sequence) so the update weights tokens by pi/mu, or drop it")

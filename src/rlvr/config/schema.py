@@ -100,8 +100,21 @@ class ModelConfig:
 class DataConfig:
     # arithmetic | agentic | reasoning_gym:NAME[=W],... | verifiers:MODULE:FN | "" to read `train_path`
     task: str = "arithmetic"
-    train_path: str = ""               # jsonl / parquet / dataset directory
+    # jsonl / json / parquet / a saved dataset or a folder in the hub's layout / a hub id (org/name)
+    train_path: str = ""
     eval_path: str = ""
+    config: str = ""                   # hub config of both paths (load_dataset name=), e.g. "main"
+    split: str = rule("train", bool, "a split name")        # split of train_path
+    eval_split: str = rule("test", bool, "a split name")    # split of eval_path
+    # rows in another layout: {prompt: COL, reference: COL, id: COL, verifier: COL} (docs/data.md;
+    # checked in config/checks.py: those keys only, each naming a column)
+    columns: dict = field(default_factory=dict)
+    reference_extractor: Literal["", "gsm8k", "boxed", "none"] = ""   # "": as the layout implies
+    prompt_template: str = ""          # e.g. "{prompt} Put the final answer in \\boxed{}." ({COLUMN} too)
+    system_prompt: str = ""            # a system message before each text prompt
+    # several sources, drawn by weight each step: [{path, weight, name, verifier, config, split,
+    # columns, reference_extractor, prompt_field, prompt_template, system_prompt}] (docs/data.md)
+    mix: tuple[dict, ...] = ()
     verifier: str = ""                 # default verifier for rows that name none
     # column holding the prompt (MBPP: text, APPS: question)
     prompt_field: str = rule("prompt", bool, "a column name")
@@ -132,6 +145,13 @@ class RolloutConfig:
     # k: step s trains on rollouts from weights >= s - k, generated ahead
     max_staleness: int = at_least(0, "an integer >= 0 (0: synchronous)", 0)
     max_new_tokens: int = at_least(1, "an integer >= 1", 48)
+    min_p: float = between(0, 1, 0.0, hi_open=True)   # 0: off; a truncation like top_p (contract kept)
+    # 1: off; vllm engines with grpo.is_correction only (it reshapes μ by history; see docs/data.md)
+    repetition_penalty: float = above(0, "a number > 0", 1.0)
+    stop: tuple[str, ...] = rule((), lambda v: all(v), "a list of non-empty strings")   # stop strings
+    include_stop_str: bool = False     # keep the stop string in the completion's text
+    # more vllm.SamplingParams keywords (vllm engines; with grpo.is_correction, as repetition_penalty)
+    generation_kwargs: dict = field(default_factory=dict)
     vllm_options: dict = field(default_factory=dict)   # engine vllm: extra keyword arguments to vllm.LLM
     workers: int = at_least(1, "an integer >= 1", 2)   # engine ray: rollout actors in the placement group
     # engine ray: an existing cluster ("" starts a local one); engine vllm_server: "" local processes,

@@ -10,7 +10,9 @@
   `~/.cache/rlvr`), keyed by the file's size and a hash of its ends, so every later run (and every
   rank of a torchrun job, serialised by a file lock) loads plain safetensors in seconds.
 - A local path that does not exist is an error at once, naming it. Only a name shaped like a hub id
-  (`org/name`, whose first part is not a local directory) is left to the hub.
+  (`org/name`, whose first part is not a local directory) is left to the hub, and only when a
+  cached copy exists or the hub is reachable (`rlvr.data.hub.check_hub_id`): offline, a mistyped
+  `runs/no-such-model` fails at once, naming the id and the local path tried.
 
 The converted checkpoint is bit-for-bit the dequantised GGUF weights in float32: a GGUF-loaded model
 refuses `save_pretrained`, so the state dict is copied into a model built from the same config.
@@ -23,6 +25,7 @@ import os
 import shutil
 from pathlib import Path
 
+from rlvr.data.hub import check_hub_id, looks_like_hub_id
 from rlvr.errors import UserError
 
 SMOLLM2 = "builtin:smollm2-135m-instruct"
@@ -51,17 +54,10 @@ def resolve_model_path(path: str) -> str:
     if local.exists():
         return str(local)
     if looks_like_hub_id(path):
+        check_hub_id("model.path", path, "model")   # offline with no cached copy: fail now, not in 52 s
         return path
     raise UserError(f"model.path: {path} does not exist (resolved from {os.getcwd()}); give a local "
                     "checkpoint directory, a .gguf file, a hub id (org/name) or a builtin: name")
-
-
-def looks_like_hub_id(path: str) -> bool:
-    """`org/name`, and not a mistyped local path: no leading `.`/`/`/`~`, one slash, and `org` is not
-    a directory here (`models/mine` with a `models/` directory is a local path that is missing)."""
-    if path.count("/") != 1 or path.startswith((".", "/", "~")) or path.endswith("/"):
-        return False
-    return not Path(path.split("/", 1)[0]).is_dir()
 
 
 def smollm2_gguf() -> Path:

@@ -26,7 +26,16 @@ The behaviour-policy contract (every engine honours it; the importance-sampling 
   when top-k / top-p truncate: the trainer computes log π under the full softmax(z / T), so with
   truncation the measured ratio π / μ is the kept mass (≤ 1), the true off-policy gap.
   (An engine over vLLM asks for log-probs after its logits processing, `logprobs_mode=
-  "processed_logprobs"`, and checks them against this definition in a test.) Greedy decoding
+  "processed_logprobs"`, and checks them against this definition in a test.) min-p truncates
+  like top-k/top-p: after temperature, before top-k, tokens whose probability is below min_p
+  times the largest are cut (vLLM's order), so μ is the renormalised rest and π / μ the kept mass.
+  A repetition penalty (and vLLM keyword arguments in `extra`) reshapes the logits by the row's
+  history, which the trainer's π never sees: only engines over vLLM apply it (their processed
+  log-probs include it), and the config refuses it unless `grpo.is_correction` weights tokens by
+  π / μ (`rlvr.config.checks.check_sampling`). Stop strings change no distribution: a row ends
+  after the token that completes the first stop string (finish reason "stop"), its tokens and
+  log-probs as sampled up to there; the text keeps the stop string with `include_stop_str`.
+  Greedy decoding
   (`SamplingParams.greedy`, used for evaluation only) records log_softmax(z) at T = 1; those are not
   behaviour log-probs.
 - `Group.policy_version`: the version last passed to `load_weights` (the number of training
@@ -49,6 +58,11 @@ class SamplingParams:
     max_new_tokens: int = 48
     greedy: bool = False
     top_k: int = 0               # 0: no top-k truncation
+    min_p: float = 0.0           # 0: off; else tokens below min_p x the top probability are cut
+    repetition_penalty: float = 1.0   # 1: off (engines over vLLM only; see the contract above)
+    stop: tuple[str, ...] = ()   # stop strings: the completion ends after the token completing one
+    include_stop_str: bool = False    # keep the stop string in the completion's text
+    extra: tuple[tuple[str, Any], ...] = ()   # more keyword arguments for vLLM's SamplingParams
 
 
 class RolloutEngine(Protocol):

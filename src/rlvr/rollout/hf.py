@@ -6,7 +6,8 @@ a chunk of prompts together, with a seeded generator, and records for every toke
 log-prob as `rlvr.rollout.base` defines it (the temperature-scaled distribution after top-k /
 top-p truncation, renormalised), the finish reason, the policy version and the seed. Each prompt
 is encoded once and its keys/values are shared by its n samples; finished rows are dropped from
-the batch as it shrinks.
+the batch as it shrinks. Stop strings cut each row after decoding (`rlvr.rollout.stop`; not in
+`continue_ids`, whose episodes end on their own markers).
 
 The forward is a backend from `rlvr.models.backends`, chosen once when the engine is built:
 Llama-family models (`fused_llama.supports`) decode through the fused forward with a KV cache
@@ -34,6 +35,7 @@ from rlvr.models.backends import FusedBackend, ModelBackend, backend_name
 from rlvr.models.device import Device
 from rlvr.rollout.base import PromptEncoder, SamplingParams
 from rlvr.rollout.decode import Rows, drive
+from rlvr.rollout.stop import cut_rows
 from rlvr.types import Completion, Group, Problem
 
 
@@ -110,6 +112,8 @@ class HFEngine:
         texts = self.tokenizer.batch_decode(
             [tokens[:-1] if reason == "stop" else tokens for tokens, _, reason in rows],
             skip_special_tokens=True)
+        if params.stop:
+            rows, texts = cut_rows(rows, texts, self.tokenizer, params.stop, params.include_stop_str)
         completions = [Completion(text, *row) for text, row in zip(texts, rows)]
         return [Group(p, prompts[i], completions[i * n:(i + 1) * n], self.version, seed)
                 for i, p in enumerate(problems)]

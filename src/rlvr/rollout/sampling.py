@@ -1,13 +1,15 @@
 """Drawing the next token from float32 logits, with its log-prob: shared by the CPU and GPU decodes.
 
 Recorded log-probs are behaviour log-probs as `rlvr.rollout.base` defines them: under the
-distribution actually sampled from, softmax(logits / temperature) after top-k, then top-p
+distribution actually sampled from, softmax(logits / temperature) after min-p, top-k, then top-p
 truncation, renormalised (`truncated_logp`). `sample_next` draws with an explicit generator (the
 CPU engine), one uniform per row; `sample_on_device` with the device's default generator, as an
 exponential race (argmax p / E, E ~ Exp(1)), which CUDA graphs can capture and replay.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -30,9 +32,12 @@ def top_k_filter(logits: torch.Tensor, top_k: int) -> torch.Tensor:
 
 
 def truncate(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor:
-    """logits / T after top-k, then top-p (its mass taken on the top-k-renormalised distribution,
+    """logits / T after min-p, then top-k, then top-p (its mass taken on the top-k-renormalised distribution,
     as vLLM does); −inf outside the kept set, not yet normalised."""
     scaled = logits / params.temperature if params.temperature != 1.0 else logits
+    if params.min_p > 0:   # p < min_p * p_max, in log space: z/T < max(z/T) + log(min_p)
+        floor = scaled.amax(-1, keepdim=True) + math.log(params.min_p)
+        scaled = scaled.masked_fill(scaled < floor, float("-inf"))
     if params.top_k > 0:
         scaled = top_k_filter(scaled, params.top_k)
     if params.top_p < 1.0:

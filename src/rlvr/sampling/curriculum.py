@@ -115,7 +115,7 @@ class PassRateTracker:
 class CurriculumSampler:
     """The sampler seam over a finite pool, steered by a PassRateTracker (see the module doc)."""
 
-    def __init__(self, pool: Sequence[Problem], prompts_per_step: int, seed: int, cfg: Any,
+    def __init__(self, pool: Sequence[Problem], prompts_per_step: int, seed: int | str, cfg: Any,
                  band: bool = True):
         self.pool, self.n, self.seed, self.cfg, self.band = list(pool), prompts_per_step, seed, cfg, band
         self.tracker = PassRateTracker(cfg.ema, cfg.window)
@@ -144,8 +144,11 @@ class CurriculumSampler:
         return out
 
     def next_batch(self, step: int) -> list[Problem]:
+        return self.draw(step, self.n)
+
+    def draw(self, step: int, count: int) -> list[Problem]:
         self.step = step
-        return self._pick(step, self.n, random.Random(f"{self.seed}/{step}/curriculum"), set())
+        return self._pick(step, count, random.Random(f"{self.seed}/{step}/curriculum"), set())
 
     def refill(self, step: int, round_: int, n: int, exclude: set[str]) -> list[Problem]:
         """n more problems for dynamic sampling round `round_`, none of them in `exclude`."""

@@ -3,7 +3,8 @@
 `TaskSampler` draws fresh procedural problems; `DatasetSampler` walks seeded permutations of a
 fixed problem list, epoch by epoch. Both derive their randomness from (seed, step) or (seed,
 epoch), and their state is a few integers, so a resumed run draws exactly the problems an
-uninterrupted one would. The curriculum sampler (pass-rate band) implements the same methods.
+uninterrupted one would. The curriculum sampler (pass-rate band) implements the same methods;
+`draw(step, count)` is the mixture sampler's way in (`rlvr.sampling.mixture`).
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ from rlvr.types import Group, Problem
 
 
 class TaskSampler:
-    def __init__(self, task, prompts_per_step: int, seed: int):
+    def __init__(self, task, prompts_per_step: int, seed: int | str):
         self.task, self.n, self.seed = task, prompts_per_step, seed
 
     def next_batch(self, step: int) -> list[Problem]:
-        return self.task.sample(random.Random(f"{self.seed}/{step}"), self.n, "train")
+        return self.draw(step, self.n)
+
+    def draw(self, step: int, count: int) -> list[Problem]:
+        return self.task.sample(random.Random(f"{self.seed}/{step}"), count, "train")
 
     def observe(self, groups: Sequence[Group]) -> None:
         return None
@@ -36,8 +40,9 @@ class TaskSampler:
 
 
 class DatasetSampler:
-    def __init__(self, problems: Sequence[Problem], prompts_per_step: int, seed: int):
-        self.problems, self.n, self.seed = list(problems), prompts_per_step, seed
+    def __init__(self, problems: Sequence[Problem], prompts_per_step: int, seed: int | str):
+        # a Sequence is kept as it is: a `ProblemTable` builds each problem only when drawn
+        self.problems, self.n, self.seed = problems, prompts_per_step, seed
         self.cursor = 0  # problems consumed since the start of training
         self._epoch_order: tuple[int, list[int]] = (-1, [])  # derived from (seed, epoch); not state
 
@@ -49,9 +54,13 @@ class DatasetSampler:
         return self._epoch_order[1]
 
     def next_batch(self, step: int) -> list[Problem]:
+        return self.draw(step, self.n)
+
+    def draw(self, step: int, count: int) -> list[Problem]:
+        """The next `count` problems of the epoch walk (`step` is not used: the cursor is the state)."""
         out: list[Problem] = []
         size = len(self.problems)
-        while len(out) < self.n:
+        while len(out) < count:
             epoch, pos = divmod(self.cursor, size)
             out.append(self.problems[self._order(epoch)[pos]])
             self.cursor += 1

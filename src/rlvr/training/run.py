@@ -85,7 +85,7 @@ class Run:
         if is_main:
             write_config(cfg, resume_from, changed, checkpoint.step_of(resume_from))
             say(banner(cfg, device, models.policy, verifiers, train_problems, heldout))
-            unknown = unknown_text_warning(models.tokenizer, train_problems + heldout)
+            unknown = unknown_text_warning(models.tokenizer, [*train_problems[:500], *heldout[:500]])
             if unknown:
                 say(unknown)
         seed_all(cfg.seed)

@@ -7,10 +7,11 @@ references that cannot be parsed raise `UserError` subclasses that name the file
 from __future__ import annotations
 
 import os
-from typing import Any
+from itertools import chain
+from typing import Any, Sequence
 
 from rlvr.config import Config, check_launch
-from rlvr.data import check_references, load_problems
+from rlvr.data import Mixture, check_references, eval_problems, named_verifiers, train_problems
 from rlvr.errors import ConfigError, UserError
 from rlvr.tasks.base import build_task, build_verifiers
 from rlvr.types import Problem
@@ -48,7 +49,7 @@ def build_reward_funcs(cfg: Config) -> dict[str, Any]:
         raise ConfigError(str(exc.args[0] if exc.args else exc)) from None
 
 
-def build_problems(cfg: Config) -> tuple[dict[str, Any], list[Problem], list[Problem], Any]:
+def build_problems(cfg: Config) -> tuple[dict[str, Any], Sequence[Problem], list[Problem], Any]:
     """(verifiers by name, training problems or [] for a task, held-out problems, task or None)."""
     if cfg.data.task:
         task = build_task(cfg)
@@ -56,18 +57,18 @@ def build_problems(cfg: Config) -> tuple[dict[str, Any], list[Problem], list[Pro
         return task.verifiers(), task.train_problems(), heldout, task
     custom = build_reward_funcs(cfg)
     default = cfg.data.verifier or ("reward_funcs" if custom else "")
-    train = load_problems(cfg.data.train_path, default, cfg.data.prompt_field)
-    heldout = (load_problems(cfg.data.eval_path, default, cfg.data.prompt_field)
-               if cfg.data.eval_path else [])
-    names = {p.verifier for p in train + heldout} - set(custom)
+    train = train_problems(cfg.data, default)
+    every = eval_problems(cfg.data, default)
+    heldout = list(every[:cfg.data.heldout_size] if cfg.data.heldout_size else every)
+    names = (named_verifiers(train) | named_verifiers(heldout)) - set(custom)
     unknown = sorted(names - set(verifier_names()))
     if unknown:
-        bad = next(p for p in train + heldout if p.verifier == unknown[0])
+        bad = next(p for p in chain(train, heldout) if p.verifier == unknown[0])
         raise UserError(f"field 'verifier': unknown verifier {unknown[0]!r}; known: "
                         f"{', '.join(verifier_names() + sorted(custom))}", where=bad.metadata.get("source"))
     verifiers = {**build_verifiers(names, cfg.data.verifier_options), **custom}
-    check_references(train + heldout, verifiers)
-    return verifiers, train, heldout[:cfg.data.heldout_size] if cfg.data.heldout_size else heldout, None
+    check_references(chain(train, heldout), verifiers)
+    return verifiers, train, heldout, None
 
 
 def check_engine(cfg: Config) -> None:
@@ -121,18 +122,24 @@ def build_engine(cfg: Config, policy, tokenizer, device=None, dp=None, engine_mo
     return engine
 
 
-def build_sampler(cfg: Config, task, problems: list[Problem]):
+def build_sampler(cfg: Config, task, problems: Sequence[Problem], seed: int | str | None = None):
     """Fresh task draws or dataset epochs; a pass-rate CurriculumSampler over a finite pool when the
-    curriculum is on, or a plain pool sampler when only dynamic sampling (which refills) is on."""
+    curriculum is on, or a plain pool sampler when only dynamic sampling (which refills) is on; for
+    a `data.mix` mixture, one such sampler per source (seeded by its name), drawn by weight."""
     import random
 
     from rlvr.sampling.curriculum import CurriculumSampler
+    from rlvr.sampling.mixture import MixtureSampler
     from rlvr.sampling.sampler import DatasetSampler, TaskSampler
 
-    n = cfg.grpo.prompts_per_step
+    n, seed = cfg.grpo.prompts_per_step, cfg.seed if seed is None else seed
+    if isinstance(problems, Mixture):
+        return MixtureSampler({p.name: build_sampler(cfg, None, p.problems, f"{cfg.seed}/{p.name}")
+                               for p in problems.parts}, {p.name: p.weight for p in problems.parts},
+                              n, cfg.seed)
     if cfg.curriculum.enabled or cfg.dynamic_sampling.enabled:
-        pool = problems or task.sample(random.Random(f"{cfg.seed}/pool"), cfg.curriculum.pool_size, "train")
-        return CurriculumSampler(pool, n, cfg.seed, cfg.curriculum, band=cfg.curriculum.enabled)
+        pool = problems or task.sample(random.Random(f"{seed}/pool"), cfg.curriculum.pool_size, "train")
+        return CurriculumSampler(pool, n, seed, cfg.curriculum, band=cfg.curriculum.enabled)
     if task is not None and not problems:
-        return TaskSampler(task, n, cfg.seed)
-    return DatasetSampler(problems, n, cfg.seed)
+        return TaskSampler(task, n, seed)
+    return DatasetSampler(problems, n, seed)

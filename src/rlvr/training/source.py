@@ -41,6 +41,7 @@ from rlvr.config import Config
 from rlvr.evaluation.metrics import score_groups
 from rlvr.models.device import seed_for
 from rlvr.rollout.base import SamplingParams
+from rlvr.sampling.mixture import MixtureSampler, source_metrics
 from rlvr.training.runlog import timed
 from rlvr.types import Group, Problem
 
@@ -125,7 +126,10 @@ class RolloutSource:
         built) is the engine the rollouts ahead run on."""
         r = cfg.rollout
         self.engine, self.verifiers, self.sampler = engine, verifiers, sampler
-        self.sampling = SamplingParams(r.temperature, r.top_p, r.max_new_tokens, top_k=r.top_k)
+        self.sampling = SamplingParams(r.temperature, r.top_p, r.max_new_tokens, top_k=r.top_k,
+                                       min_p=r.min_p, repetition_penalty=r.repetition_penalty,
+                                       stop=tuple(r.stop), include_stop_str=r.include_stop_str,
+                                       extra=tuple(sorted(r.generation_kwargs.items())))
         self.group_size, self.dynamic, self.seed = cfg.grpo.group_size, cfg.dynamic_sampling, cfg.seed
         self.pad_id = engine.prompts.pad_id
         self.rollouts = Rollouts(r.max_staleness, cfg.grpo.steps)
@@ -143,11 +147,14 @@ class RolloutSource:
     def observe(self, groups: Sequence[Group]) -> Metrics:
         """Feed the pass rates to the sampler; the curriculum's counts of where the pool stands."""
         self.sampler.observe(groups)
-        if not getattr(self.sampler, "band", False):
-            return {}
-        counts = self.sampler.counts(self.sampler.step)
-        return {f"curriculum/{k}": float(counts.get(k, 0))
-                for k in ("active", "retired", "deferred", "due", "unseen")}
+        metrics: Metrics = {}
+        if isinstance(self.sampler, MixtureSampler):   # per-source counts, rewards, pass rates
+            metrics.update(source_metrics(groups, self.sampler.names))
+        if getattr(self.sampler, "band", False):   # the curriculum: where the pool stands now
+            counts = self.sampler.counts(self.sampler.step)
+            metrics.update({f"curriculum/{k}": float(counts.get(k, 0))
+                            for k in ("active", "retired", "deferred", "due", "unseen")})
+        return metrics
 
     def ahead(self, step: int, policy) -> None:
         """k > 0: start generating the rollouts of step + k from `policy`'s current weights."""

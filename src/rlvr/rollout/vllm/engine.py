@@ -98,9 +98,9 @@ class VLLMEngine:
         prompts = self.prompts.encode_all(problems)
         temperature = 0.0 if params.greedy else params.temperature
         sampling = [VSamplingParams(n=n, temperature=temperature, top_p=params.top_p,
-                                    top_k=getattr(params, "top_k", 0), logprobs=0,
-                                    max_tokens=params.max_new_tokens,
-                                    seed=prompt_seed(seed, i, n), allowed_token_ids=self.allowed)
+                                    top_k=params.top_k, logprobs=0, max_tokens=params.max_new_tokens,
+                                    seed=prompt_seed(seed, i, n), allowed_token_ids=self.allowed,
+                                    **more_kwargs(params))
                     for i in range(len(prompts))]
         outs = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], sampling,
                                  use_tqdm=False)
@@ -154,6 +154,19 @@ class VLLMEngine:
 
         del self.llm
         gc.collect()
+
+
+def more_kwargs(params: SamplingParams) -> dict:
+    """vLLM `SamplingParams` keywords for the controls beyond temperature / top-p / top-k (only
+    those set, so a default run asks vLLM for nothing new) and `params.extra` as given."""
+    out: dict = dict(params.extra)
+    if params.min_p:
+        out["min_p"] = params.min_p
+    if params.repetition_penalty != 1.0:
+        out["repetition_penalty"] = params.repetition_penalty
+    if params.stop:
+        out.update(stop=list(params.stop), include_stop_str_in_output=params.include_stop_str)
+    return out
 
 
 def canary_metrics(policy, prompt: list[int], completion: list[int],

@@ -23,6 +23,7 @@ traceback, when one fails; the server keeps serving):
   broadcast from rank 0 and load them, answering as "load" (`vllm_transport.NcclTransport`:
   written for GPUs, unverified).
 - {"op": "generate", "prompts": [[ids]], "seeds": [...], "n", "temperature", "top_p", "top_k",
+  "more" (min_p, repetition_penalty, stop, include_stop_str_in_output, extra keywords),
   "max_tokens", "allowed"}: one request per prompt with its own seed; answers "outputs", per prompt
   n (token ids, behaviour log-probs, finish reason, text), and "version", the version of the
   weights that sampled them, which the client checks (a stale server is never used silently).
@@ -88,7 +89,8 @@ def _generate(llm, request: dict, state: dict) -> dict:
 
     sampling = [SamplingParams(n=request["n"], temperature=request["temperature"], top_p=request["top_p"],
                                top_k=request["top_k"], logprobs=0, max_tokens=request["max_tokens"],
-                               seed=seed, allowed_token_ids=request["allowed"])
+                               seed=seed, allowed_token_ids=request["allowed"],
+                               **request.get("more", {}))
                 for seed in request["seeds"]]
     outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in request["prompts"]], sampling,
                         use_tqdm=False)

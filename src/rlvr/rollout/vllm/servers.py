@@ -189,10 +189,12 @@ class VLLMServerEngine:
 
     def _sample(self, prompts: list[list[int]], n: int, params: SamplingParams, seeds: list[int]) -> list:
         """Prompt i with seed i, served by server i mod N; the samples in prompt order."""
+        from rlvr.rollout.vllm.engine import more_kwargs
+
         k = len(self.servers)
         base = {"op": "generate", "n": n, "temperature": 0.0 if params.greedy else params.temperature,
                 "top_p": params.top_p, "top_k": params.top_k, "max_tokens": params.max_new_tokens,
-                "allowed": self.allowed}
+                "allowed": self.allowed, "more": more_kwargs(params)}
         requests = [{**base, "prompts": prompts[s::k], "seeds": seeds[s::k]} for s in range(k)]
         outputs: list = [None] * len(prompts)
         for s, reply in enumerate(self._call_all(requests)):

@@ -1,4 +1,4 @@
-"""Problems from JSONL, parquet, or a saved `datasets` dataset, validated before training starts.
+"""One row as a `Problem`, validated (the rules every source shares; sources are `rlvr.data.sources`).
 
 A row holds `prompt` (text, or chat messages as a list of {role, content}; another column with
 `prompt_field`), and what its verifier needs: `reference` (math / built-in answers; `answer` and
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from rlvr.errors import DataError
 from rlvr.types import Problem
@@ -22,7 +22,7 @@ from rlvr.types import Problem
 _ROLES = {"system", "user", "assistant", "tool"}
 
 
-def _rows_jsonl(path: Path) -> Iterator[tuple[str, Any]]:
+def rows_jsonl(path: Path) -> Iterator[tuple[str, Any]]:
     with path.open("rb") as f:
         for n, raw in enumerate(f, 1):
             try:
@@ -37,22 +37,6 @@ def _rows_jsonl(path: Path) -> Iterator[tuple[str, Any]]:
             except json.JSONDecodeError as exc:
                 raise DataError(f"invalid JSON ({exc.msg} at column {exc.colno})",
                                 where=f"{path}:{n}") from None
-
-
-def _rows_table(path: Path) -> Iterator[tuple[str, Any]]:
-    try:
-        if path.is_dir():
-            import datasets
-            ds = datasets.load_from_disk(str(path))
-            if isinstance(ds, datasets.DatasetDict):
-                ds = ds["train"] if "train" in ds else next(iter(ds.values()))
-        else:
-            import datasets
-            ds = datasets.Dataset.from_parquet(str(path))
-    except Exception as exc:  # datasets raises many types for unreadable files
-        raise DataError(f"cannot read dataset ({type(exc).__name__}: {exc})", where=str(path)) from None
-    for n, row in enumerate(ds, 1):
-        yield f"{path}:row {n}", row
 
 
 def _check_prompt(prompt: Any, where: str, field: str = "prompt") -> Any:
@@ -122,28 +106,7 @@ def row_to_problem(row: Any, where: str, index: int, default_verifier: str,
                    metadata=metadata)
 
 
-def load_problems(path: str | Path, default_verifier: str = "",
-                  prompt_field: str = "prompt") -> list[Problem]:
-    """Read and validate every row; raise DataError at the first bad one. `prompt_field` names
-    the column holding the prompt (MBPP `text`, APPS `question`, ...)."""
-    path = Path(path)
-    if not path.exists():
-        raise DataError("file not found", where=str(path))
-    rows = _rows_jsonl(path) if path.suffix in {".jsonl", ".json"} else _rows_table(path)
-    problems: list[Problem] = []
-    seen: dict[str, str] = {}
-    for index, (where, row) in enumerate(rows):
-        problem = row_to_problem(row, where, index, default_verifier, prompt_field)
-        if problem.id in seen:
-            raise DataError(f"duplicate id {problem.id!r} (first at {seen[problem.id]})", where=where)
-        seen[problem.id] = where
-        problems.append(problem)
-    if not problems:
-        raise DataError("no problems (the file is empty)", where=str(path))
-    return problems
-
-
-def check_references(problems: list[Problem], verifiers: dict[str, Any]) -> None:
+def check_references(problems: Iterable[Problem], verifiers: dict[str, Any]) -> None:
     """Ask each problem's verifier to vet its reference; unknown verifier names are errors too."""
     for p in problems:
         where = p.metadata.get("source")
