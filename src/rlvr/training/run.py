@@ -92,7 +92,7 @@ class Run:
         train_model, fsdp_copy = place_for_training(models.policy, dp)
         engine = build_engine(cfg, models.engine_model, models.tokenizer, device, dp, fsdp_copy, task)
         state = TrainingState(cfg, models.policy, train_model, models.reference, device, dp,
-                              engine.vocab_limit)
+                              engine.vocab_limit, models.teacher)
         def copy_engine():   # the private engine that generates ahead (rollout.max_staleness > 0)
             if engine.model is None and hasattr(engine, "share"):   # weights elsewhere: the same servers
                 return engine.share()
