@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -77,6 +78,7 @@ def main() -> None:
     p.add_argument("--sft-steps", type=int, default=150)
     args = p.parse_args()
     root = ROOT / "distill_compare"
+    shutil.rmtree(root, ignore_errors=True)   # a fresh comparison: the runs refuse a used run.dir
     rows = [{"arm": "student (start)", "accuracy": _accuracy(args.student)},
             {"arm": "teacher", "accuracy": _accuracy(args.teacher)}]
     for seed in args.seeds:
