@@ -1,8 +1,9 @@
 """One GRPO update on a fixed batch, run as one process or under torchrun (DDP or FSDP2).
 
-Usage: python update_worker.py MODE OUT [MU MINIBATCH]   (MODE: none | ddp | fsdp2; MU passes over
-minibatches of MINIBATCH rows, default 1 and 0 = the whole batch). Rank 0 writes the loss, grad
-norm and full (unsharded) gradients to OUT; SGD with lr 0 leaves the weights unchanged, so the
+Usage: python update_worker.py MODE OUT [MU MINIBATCH [TEACHER]]   (MODE: none | ddp | fsdp2; MU
+passes over minibatches of MINIBATCH rows, default 1 and 0 = the whole batch; TEACHER 1: on-policy
+distillation with coef 1 from a tiny Llama of another seed, added to the GRPO loss). Rank 0 writes
+the loss, grad norm and full (unsharded) gradients to OUT; SGD with lr 0 leaves the weights unchanged, so the
 gradients left on the parameters are the last optimizer step's, after clipping.
 """
 
@@ -31,7 +32,7 @@ def fixed_batch(vocab: int) -> Batch:
                  torch.zeros(rows, tc))
 
 
-def main(mode: str, out: str, mu: int = 1, minibatch: int = 0) -> None:
+def main(mode: str, out: str, mu: int = 1, minibatch: int = 0, distill: int = 0) -> None:
     torch.manual_seed(0)
     model, _ = load_policy("builtin:tiny-llama", seed=0)
     dp = None
@@ -41,21 +42,28 @@ def main(mode: str, out: str, mu: int = 1, minibatch: int = 0) -> None:
     train_model = dp.wrap(model) if dp else model
     optimizer = torch.optim.SGD(train_model.parameters(), lr=0.0)
     spec = UpdateSpec(LossSpec(kl_fn=KL_ESTIMATORS["k3"], agg_fn=AGGREGATIONS["token-mean"], eps_low=0.2,
-                               eps_high=0.2, dual_clip=0.0, beta=0.0, entropy_coef=0.0),
+                               eps_high=0.2, dual_clip=0.0, beta=0.0, entropy_coef=0.0,
+                               distill_coef=float(distill)),
                       temperature=1.0, grad_clip=0.05,
                       mu=mu, minibatch_size=minibatch)
     batch = fixed_batch(model.config.vocab_size)
+    teacher = None
+    if distill:
+        from rlvr.models.device import Device
+        from rlvr.training.teacher import Teacher
+        teacher = Teacher(load_policy("builtin:tiny-llama", seed=1)[0], Device.cpu())
     stats = update_policy(train_model, optimizer, batch, spec, dp=dp,
-                          generator=torch.Generator().manual_seed(5))
+                          generator=torch.Generator().manual_seed(5), teacher=teacher)
     grads = {}
     for name, p in train_model.named_parameters():
         grad = p.grad.full_tensor() if hasattr(p.grad, "full_tensor") else p.grad
         grads[name.removeprefix("module.")] = grad.detach().clone()
     if dp is None or dp.rank == 0:
-        torch.save({"loss": stats["loss"], "grad_norm": stats["grad_norm"], "grads": grads}, out)
+        torch.save({"loss": stats["loss"], "grad_norm": stats["grad_norm"], "grads": grads,
+                    "distill_kl": stats.get("distill/kl")}, out)
     if dp is not None:
         dp.close()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], *map(int, sys.argv[3:5]))
+    main(sys.argv[1], sys.argv[2], *map(int, sys.argv[3:6]))

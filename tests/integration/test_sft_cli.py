@@ -27,13 +27,16 @@ def test_distillation_keeps_only_verified_teacher_samples(tmp_path, capsys, cold
 
     def recording(engine, tokenizer, problems, verifiers, k, params):
         pairs = real(engine, tokenizer, problems, verifiers, k, params)
-        seen.update(tokenizer=tokenizer, problems=problems, verifiers=verifiers, pairs=pairs)
+        seen.update(tokenizer=tokenizer, problems=problems, verifiers=verifiers, pairs=pairs, params=params)
         return pairs
 
     monkeypatch.setattr(sft_mod, "distill_pairs", recording)
     out = tmp_path / "student"
     assert main(["sft", "--teacher", str(cold_start_model), "--out", str(out), "--num-problems", "16",
-                 "--k", "4", "--steps", "2", "--batch-size", "4", "--threads", "1"]) == 0
+                 "--k", "4", "--steps", "2", "--batch-size", "4", "--threads", "1",
+                 "--teacher-temperature", "0.7", "--teacher-max-new-tokens", "40"]) == 0
+    # the knobs reach the teacher's sampling
+    assert (seen["params"].temperature, seen["params"].max_new_tokens) == (0.7, 40)
     text = capsys.readouterr().out
     kept = int(text.split("kept ")[1].split(" of")[0])
     assert 0 < kept < 64 and kept == len(seen["pairs"])

@@ -62,6 +62,7 @@ def test_healthy_records_raise_nothing():
     ("non_finite", lambda s, r: r.update({"loss": float("nan")})),
     ("non_finite", lambda s, r: r.update({"grad_norm": float("inf")})),
     ("tampering", lambda s, r: r.update({"behaviour/tamper_rate": 0.2})),
+    ("distill_kl_rising", lambda s, r: r.update({"distill/kl": 0.05 * s})),
 ])
 def test_each_alarm_fires_on_its_symptom(name, change):
     fired = run_with(change)
@@ -82,6 +83,15 @@ def test_mismatch_advice_follows_the_configuration(overrides, says, not_says):
     [alarm] = Doctor(cfg).observe(0, record)
     assert alarm["name"] == "rollout_mismatch" and "0.3" in alarm["message"]
     assert says in alarm["action"] and not_says not in alarm["action"]
+
+
+@pytest.mark.parametrize("kl", [
+    lambda s: 1.0 / (1 + s),                        # falling: the student approaches the teacher
+    lambda s: 0.3 + (-1) ** s * 0.1,                # noisy but flat
+    lambda s: 0.3 + 0.001 * s,                      # rising by less than distill_kl_rise over K steps
+])
+def test_distill_kl_alarm_is_quiet_unless_it_rises_steadily(kl):
+    assert run_with(lambda s, r: r.update({"distill/kl": kl(s)})) == []
 
 
 def test_windowed_alarms_need_k_steps_in_a_row():

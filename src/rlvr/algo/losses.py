@@ -147,6 +147,8 @@ class LossSpec:
     log_ratio_fn: Callable[..., Tensor] = token_log_ratio
     policy_fn: Callable[..., tuple[Tensor, Tensor, Tensor]] = ppo_surrogate
     top_entropy_quantile: float = 1.0
+    distill_coef: float = 0.0            # λ of the teacher's per-token reverse KL (`distill_advantage`)
+    distill_only: bool = False           # pure distillation: the verifier's advantages leave the loss
 
     @property
     def counts_tokens(self) -> bool:
@@ -163,7 +165,8 @@ class LossSpec:
     def zero_advantage_inert(self) -> bool:
         """A zero-advantage row adds nothing: no KL or entropy term, and no entropy quantile that
         its tokens would move."""
-        return self.beta == 0 and self.entropy_coef == 0 and self.top_entropy_quantile >= 1.0
+        return (self.beta == 0 and self.entropy_coef == 0 and self.top_entropy_quantile >= 1.0
+                and self.distill_coef == 0)
 
     def with_budget(self, budget: int) -> "LossSpec":
         """Dr. GRPO divides by the generation budget (max_new_tokens), as the paper and TRL do."""
@@ -172,9 +175,41 @@ class LossSpec:
         return replace(self, agg_fn=functools.partial(seq_mean_token_sum_norm, budget=budget))
 
 
+def distill_advantage(adv: Tensor, old_logp: Tensor, teacher_logp: Tensor, mask: Tensor,
+                      coef: float, only: bool = False) -> tuple[Tensor, dict[str, Tensor]]:
+    """On-policy distillation as a per-token advantage: A_t = A − coef · sg(log π_old(y_t) − log π_T(y_t)).
+
+    Follows Thinking Machines' "On-Policy Distillation" (Lu et al., 2025, Tinker cookbook): the
+    student samples, the teacher scores each sampled token, the negative per-token reverse KL
+    sample k1 = log π_s − log π_T is the token's advantage with discount 0 (no sum over later
+    tokens), and the policy-gradient surrogate turns it into a loss whose value at ratio 1 is
+    coef · k1 and whose gradient is coef · k1 · ∇log π_s — the score-function gradient of
+    KL(π_s ‖ π_T) per position. Added to the verifier's advantage as slime/verl's OPD do
+    (Â_t = A_t − λ·KL_t), so both go through the same surrogate. Deviations: the surrogate is the
+    run's (`LossSpec.policy_fn`: PPO's clip, so with μ > 1 a token's distillation step is clipped
+    like its RL step; Tinker's is unclipped importance sampling; identical when μ = 1); k1 uses the
+    trainer's π_old (recomputed at the step's start), not the engine's behaviour log-probs; no
+    full-vocabulary KL (TRL's GKD needs the teacher's logits, this needs one log-prob per token).
+    `only`: the verifier's advantage is dropped (pure distillation). Teacher = student gives k1 = 0,
+    so pure distillation has loss 0 and gradient 0 there.
+
+    adv [B] or [B, T]; old_logp, teacher_logp, mask [B, T]. Padding gets k1 = 0 (a nan there must
+    not reach the gradient through a where()). Returns (advantage [B, T], statistics over mask:
+    "distill/kl", "distill/teacher_logp", "distill/student_logp").
+    """
+    keep = mask.bool()
+    k1 = torch.where(keep, (old_logp - teacher_logp).detach(), torch.zeros_like(old_logp))
+    base = torch.zeros_like(k1) if only else (adv if adv.dim() == 2 else adv[:, None]).to(k1.dtype)
+    stats = {"distill/kl": _masked_mean(k1, mask),
+             "distill/teacher_logp": _masked_mean(torch.where(keep, teacher_logp, 0.0), mask),
+             "distill/student_logp": _masked_mean(old_logp, mask)}
+    return base - coef * k1, stats
+
+
 def grpo_loss(logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, spec: LossSpec = LossSpec(),
               *, ref_logp: Tensor | None = None, entropy: Tensor | None = None,
-              norm: float | None = None, is_weight: Tensor | None = None) -> tuple[Tensor, dict[str, Tensor]]:
+              norm: float | None = None, is_weight: Tensor | None = None,
+              teacher_logp: Tensor | None = None) -> tuple[Tensor, dict[str, Tensor]]:
     """GRPO objective (arXiv:2402.03300 Eq. 3) as a scalar loss to minimise, plus statistics.
 
     loss = agg_fn(surrogate + beta·kl − entropy_coef·entropy, mask, norm=norm), the settings from
@@ -193,8 +228,16 @@ def grpo_loss(logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, spec: L
     "clip_ratio/high_mean", "clip_ratio/region_mean", "ratio/mean", "ratio/max", "ratio/min",
     plus "kl" only when ref_logp is given and "entropy" only when entropy is given. Statistics are
     over THIS call's tokens, whatever `norm` says: average them across minibatches yourself.
+    teacher_logp [B, T] (with `spec.distill_coef`): the teacher's log-probs of the same tokens at
+    the same temperature; `distill_advantage` folds its reverse KL into the advantage and adds the
+    "distill/*" statistics.
     Shapes: logp, old_logp, mask, ref_logp, entropy [B, T]; adv [B] or [B, T].
     """
+    stats: dict[str, Tensor] = {}
+    if teacher_logp is not None:
+        adv, dstats = distill_advantage(adv, old_logp, teacher_logp, mask, spec.distill_coef,
+                                        spec.distill_only)
+        stats.update(dstats)
     per_token, low, high = spec.policy_fn(spec.log_ratio_fn(logp, old_logp, mask), logp, adv,
                                           spec.eps_low, spec.eps_high, spec.dual_clip)
     if is_weight is not None:
@@ -204,7 +247,6 @@ def grpo_loss(logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, spec: L
             raise ValueError("LossSpec.top_entropy_quantile < 1 needs the entropy")
         keep = high_entropy_mask(entropy, mask, spec.top_entropy_quantile)
         per_token = torch.where(keep, per_token, torch.zeros_like(per_token))
-    stats: dict[str, Tensor] = {}
     if ref_logp is not None:
         kl = spec.kl_fn(logp, ref_logp)
         if spec.beta != 0.0:

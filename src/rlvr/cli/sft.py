@@ -31,6 +31,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--problems", default=d,
                    help="with --teacher: problems JSONL (default: the built-in task)")
     p.add_argument("--k", type=int, default=d, help="with --teacher: samples per problem (8)")
+    p.add_argument("--teacher-temperature", type=float, default=d,
+                   help="with --teacher: its sampling temperature (1.0)")
+    p.add_argument("--teacher-max-new-tokens", type=int, default=d,
+                   help="with --teacher: tokens per sample (48)")
     p.add_argument("--num-problems", type=int, default=d, help="with --teacher and the built-in task (256)")
     p.add_argument("--pool", type=int, default=d, help="with --task: a fixed pool of N traces (0: fresh)")
     p.add_argument("--digits", type=int, default=d, help="built-in task: number of digits (3)")
@@ -176,7 +180,8 @@ def _batches(cfg: SftCommandConfig, task, tokenizer, device):
     verifiers = build_verifiers({p.verifier for p in problems})
     teacher_engine = HFEngine(teacher, teacher_tok, device=device)
     pairs = distill_pairs(teacher_engine, tokenizer, problems, verifiers, cfg.k,
-                          SamplingParams(temperature=1.0, max_new_tokens=48))
+                          SamplingParams(temperature=cfg.teacher_temperature,
+                                         max_new_tokens=cfg.teacher_max_new_tokens))
     print(f"distillation: kept {len(pairs)} of {len(problems) * cfg.k} teacher samples")
     if not pairs:
         raise UserError("--teacher: the verifier passed none of the teacher's samples")

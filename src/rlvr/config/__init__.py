@@ -14,12 +14,13 @@ from rlvr.config.commands import EvalCommandConfig, SftCommandConfig, load_comma
 from rlvr.config.loader import (PRESETS, apply_overrides, build_section, dump, dumps, from_dict, load,
                               parse_override, read_yaml, replace, to_dict)
 from rlvr.config.schema import (AgentConfig, Config, CurriculumConfig, DataConfig, DoctorConfig,
-                                DynamicSamplingConfig, EvalConfig, GRPOConfig, LoraConfig,
+                                DistillConfig, DynamicSamplingConfig, EvalConfig, GRPOConfig, LoraConfig,
                                 ModelConfig, RolloutConfig, RunConfig)
 from rlvr.errors import ConfigError
 
 __all__ = ["AgentConfig", "Config", "ConfigError", "CurriculumConfig", "DataConfig", "DoctorConfig",
-           "DynamicSamplingConfig", "EvalCommandConfig", "EvalConfig", "GRPOConfig", "LoraConfig",
+           "DistillConfig", "DynamicSamplingConfig", "EvalCommandConfig", "EvalConfig", "GRPOConfig",
+           "LoraConfig",
            "ModelConfig", "PRESETS", "RolloutConfig", "RunConfig", "SftCommandConfig", "apply_overrides",
            "build_section", "check_combinations", "check_config", "check_launch", "dump", "dumps",
            "from_dict", "load", "load_command", "parse_override", "read_yaml", "replace", "to_dict"]

@@ -46,6 +46,9 @@ def check_config(cfg: Any) -> None:
     if cfg.grpo.policy_loss == "cispo" and cfg.grpo.dual_clip:
         raise ConfigError("grpo.dual_clip: not used by grpo.policy_loss=cispo (its weight is capped "
                           "at 1 + grpo.eps_high); set grpo.dual_clip=0")
+    if cfg.distill.only and (not cfg.distill.teacher or cfg.distill.coef == 0):
+        raise ConfigError("distill.only: pure distillation needs distill.teacher and distill.coef > 0 "
+                          "(else the loss has no term left)")
 
 
 def check_data_source(data: Any) -> None:

@@ -34,6 +34,9 @@ class SftCommandConfig:
     teacher: str = ""                   # teacher checkpoint: keep its verified samples (distillation)
     problems: str = ""                  # with teacher: problems JSONL ("" : the built-in task)
     k: int = at_least(1, "an integer >= 1", 8)               # with teacher: samples per problem
+    # with teacher: its sampling temperature and length (tokens per sample)
+    teacher_temperature: float = above(0, "a number > 0", 1.0)
+    teacher_max_new_tokens: int = at_least(1, "an integer >= 1", 48)
     num_problems: int = at_least(1, "an integer >= 1", 256)  # with teacher and the built-in task
     pool: int = 0                       # built-in task: a fixed pool of N traces (0: fresh)
     digits: int = 3

@@ -259,6 +259,8 @@ class DoctorConfig:
     tamper_max: float = between(0, 1, 0.05)
     # judge_rise: model-judged terms' reward rose by more than this over K steps, rule-based ones did not
     judge_rise: float = above(0, "a number > 0", 0.1)
+    # distill/kl (nats per token) rose by more than this over K steps, rising in >= 80% of them
+    distill_kl_rise: float = above(0, "a number > 0", 0.05)
 
 
 @dataclass(frozen=True)
@@ -287,6 +289,22 @@ class EvalConfig:
 
 
 @dataclass(frozen=True)
+class DistillConfig:
+    """On-policy distillation (docs/distillation.md): the student samples, the teacher's per-token
+    log-probs give each token an advantage −coef·(log π_student − log π_teacher)."""
+
+    # teacher: a name as in model.path (builtin:..., a checkpoint folder); "" = no distillation.
+    # Its tokenizer must equal the student's (same vocabulary and special ids), else exit 2.
+    teacher: str = ""
+    coef: float = at_least(0, "a number >= 0", 1.0)    # λ: weight of the reverse KL per token
+    # pure distillation: the verifier's advantages leave the loss (needs distill.teacher)
+    only: bool = False
+    # the teacher's device: "" = the run's device, else cpu | cuda | cuda:N
+    device: str = rule("", lambda v: v == "" or bool(_DEVICE.match(v)) and v != "auto",
+                       "empty (the run's device), cpu, cuda or cuda:N")
+
+
+@dataclass(frozen=True)
 class Config:
     seed: int = 0
     run: RunConfig = field(default_factory=RunConfig)
@@ -299,3 +317,4 @@ class Config:
     doctor: DoctorConfig = field(default_factory=DoctorConfig)
     agent: AgentConfig = field(default_factory=AgentConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    distill: DistillConfig = field(default_factory=DistillConfig)

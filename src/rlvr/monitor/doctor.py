@@ -26,6 +26,11 @@ report lists. Alarms (thresholds in `DoctorConfig`, K = `window`):
   judge_rise      rewards/judged/mean (judge and reward-model terms) rose by more than judge_rise
                   over the last K steps while rewards/rule_based/mean rose by less than flat_range:
                   the policy may be learning what the model likes rather than what is right
+  distill_kl_rising  on-policy distillation (`distill.teacher`): distill/kl, the per-token reverse
+                  KL to the teacher on the student's samples, rose in >= 80% of the last K − 1
+                  step-to-step changes and by more than distill_kl_rise overall: the student is
+                  moving away from the teacher (a verifier term outweighing distill.coef, or lr
+                  too high). distill/teacher_logp and distill/student_logp are tracked, not alarmed.
 
 An alarm that fired is silent for `cooldown` steps. The state (recent records, baselines, last
 firing) is plain Python and saved in checkpoints, so a resumed run raises the same alarms.
@@ -53,7 +58,7 @@ _TRACKED = ("reward/mean", "frac_reward_zero_std", "completions/clipped_ratio",
             "completions/mean_length", "entropy", "kl", "ratio/max", "ratio/min", "loss", "grad_norm",
             "behaviour/tamper_rate", "mismatch/kl", "mismatch/ratio_max", "mismatch/ratio_min",
             "mismatch/truncated_frac", "mismatch/masked_frac", "rewards/judged/mean",
-            "rewards/rule_based/mean")
+            "rewards/rule_based/mean", "distill/kl")
 
 
 def behaviour_metrics(groups: Sequence[Group]) -> dict[str, float]:
@@ -81,7 +86,8 @@ class Doctor:
         self.checks: list[Callable[[dict[str, Any]], Alarm | None]] = [
             self._truncation, self._zero_variance, self._reward_flat, self._entropy, self._kl,
             self._ratio, self._mismatch, self._length, self._non_finite, self._task_zero_variance,
-            self._tampering, self._reward_crash, self._judge_rise]
+            self._tampering, self._reward_crash, self._judge_rise,
+            self._distill_kl]
 
     def observe(self, step: int, record: dict[str, Any]) -> list[Alarm]:
         if not self.c.enabled:
@@ -248,6 +254,17 @@ class Doctor:
                       f"{self.c.length_growth:g}x its baseline {base:.1f}",
                       "add a length penalty (shaping), check for repetition loops in transcripts, or "
                       "use a length-normalised loss_agg")
+
+    def _distill_kl(self, now: dict[str, float]) -> Alarm | None:
+        vals = self._full("distill/kl")
+        if vals is None or not all(math.isfinite(v) for v in vals):
+            return None
+        rises = sum(b > a for a, b in zip(vals, vals[1:]))
+        if rises < 0.8 * (len(vals) - 1) or vals[-1] - vals[0] <= self.c.distill_kl_rise:
+            return None
+        return _alarm("distill_kl_rising", f"distill/kl rose from {vals[0]:.3g} to {vals[-1]:.3g} over "
+                      f"{len(vals)} steps: the student is moving away from the teacher",
+                      "raise distill.coef (or set distill.only), lower grpo.lr, or check the teacher")
 
     def _non_finite(self, now: dict[str, float]) -> Alarm | None:
         bad = [k for k in ("loss", "grad_norm", "kl", "entropy") if k in now and not _finite(now[k])]

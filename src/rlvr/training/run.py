@@ -92,7 +92,7 @@ class Run:
         train_model, fsdp_copy = place_for_training(models.policy, dp)
         engine = build_engine(cfg, models.engine_model, models.tokenizer, device, dp, fsdp_copy, task)
         state = TrainingState(cfg, models.policy, train_model, models.reference, device, dp,
-                              engine.prompts.vocab_limit)
+                              engine.prompts.vocab_limit, models.teacher)
         source = RolloutSource(cfg, engine, verifiers, build_sampler(cfg, task, train_problems))
         out = metrics_log(cfg) if is_main else NullLog()
         log = RunLog(cfg, out, device, show_progress=is_main)

@@ -47,6 +47,7 @@ class Models:
     tokenizer: Any
     engine_model: Any          # what the rollout engine samples from
     reference: Any | None      # the frozen KL reference (None when grpo.beta is 0)
+    teacher: Any | None = None  # the distillation teacher (`training.teacher`; None: no distill.teacher)
 
 
 def load_models(cfg: Config, device, task=None) -> Models:
@@ -56,15 +57,19 @@ def load_models(cfg: Config, device, task=None) -> Models:
     policy, tokenizer = load_policy(cfg.model.path, cfg.model.dtype, cfg.seed, device)
     if task is not None:
         task.check_tokenizer(tokenizer)
+    from rlvr.training.teacher import load_teacher
+    teacher = load_teacher(cfg, tokenizer, device)    # refused here when its vocabulary differs
     if cfg.model.gradient_checkpointing and hasattr(policy, "gradient_checkpointing_enable"):
         policy.gradient_checkpointing_enable()   # HF forward; the fused path checkpoints itself
     if cfg.model.lora.r <= 0:
-        return Models(policy, tokenizer, policy, load_reference(policy) if cfg.grpo.beta > 0 else None)
+        return Models(policy, tokenizer, policy, load_reference(policy) if cfg.grpo.beta > 0 else None,
+                      teacher)
     from rlvr.models.lora import AdaptersDisabled, apply_lora
 
     engine_model = copy.deepcopy(policy)   # taken before the adapters go in
     policy = apply_lora(policy, cfg.model.lora, cfg.model.path, cfg.seed)
-    return Models(policy, tokenizer, engine_model, AdaptersDisabled(policy) if cfg.grpo.beta > 0 else None)
+    return Models(policy, tokenizer, engine_model, AdaptersDisabled(policy) if cfg.grpo.beta > 0 else None,
+                  teacher)
 
 
 def seed_all(seed: int) -> None:
@@ -86,7 +91,9 @@ def update_spec(cfg: Config) -> UpdateSpec:
     loss = LossSpec(eps_low=g.eps_low, eps_high=g.eps_high, dual_clip=g.dual_clip, beta=g.beta,
                     kl_fn=KL_ESTIMATORS[g.kl_estimator], agg_fn=AGGREGATIONS[g.loss_agg],
                     entropy_coef=g.entropy_coef, log_ratio_fn=RATIO_LEVELS[g.ratio_level],
-                    policy_fn=POLICY_LOSSES[g.policy_loss], top_entropy_quantile=g.top_entropy_quantile)
+                    policy_fn=POLICY_LOSSES[g.policy_loss], top_entropy_quantile=g.top_entropy_quantile,
+                    distill_coef=cfg.distill.coef if cfg.distill.teacher else 0.0,
+                    distill_only=cfg.distill.only)
     return UpdateSpec(loss=loss.with_budget(generation_budget(cfg)), temperature=cfg.rollout.temperature,
                       mu=g.mu, minibatch_size=g.minibatch_size, grad_clip=g.grad_clip,
                       skip_zero_advantage=g.skip_zero_advantage, is_weights=behaviour_correction(g),
@@ -124,9 +131,10 @@ class TrainingState:
     """Policy, train model, reference, optimizer and scheduler, and the update that changes them."""
 
     def __init__(self, cfg: Config, policy, train_model, reference, device, dp=None,
-                 vocab_limit: int | None = None):
+                 vocab_limit: int | None = None, teacher=None):
         g = cfg.grpo
         self.policy, self.train_model, self.reference = policy, train_model, reference
+        self.teacher = teacher      # `training.teacher.Teacher` (distill.teacher) or None
         self.device, self.dp, self.seed = device, dp, cfg.seed
         trainable = [p for p in train_model.parameters() if p.requires_grad]   # LoRA: the adapters
         self.optimizer = torch.optim.AdamW(trainable, lr=g.lr, betas=g.adam_betas,
@@ -148,7 +156,7 @@ class TrainingState:
         stats = update_policy(self.train_model, self.optimizer, batch, self.update_spec,
                               reference=self.reference, autocast=self.device.bf16, compute=self.compute,
                               generator=self.device.host_generator(seed_for(self.seed, step, "mb")),
-                              dp=self.dp)
+                              dp=self.dp, teacher=self.teacher)
         self.scheduler.step()
         return stats
 

@@ -91,8 +91,11 @@ def _logp_and_entropy(model, batch: Batch, temperature: float, autocast: bool,
 
 def update_policy(model, optimizer, batch: Batch, spec: UpdateSpec, *, reference=None,
                   autocast: bool = False, generator: torch.Generator | None = None,
-                  compute: Compute | None = None, dp=None) -> dict[str, float]:
-    """μ passes of clipped-surrogate updates over minibatches; returns mean statistics."""
+                  compute: Compute | None = None, dp=None, teacher=None) -> dict[str, float]:
+    """μ passes of clipped-surrogate updates over minibatches; returns mean statistics. `teacher`
+    (a `training.teacher.Teacher`, with `LossSpec.distill_coef`): its log-probs of the update's
+    rows, taken once before the passes at the update's temperature, enter the loss
+    (`algo.losses.distill_advantage`)."""
     compute = compute or Compute()
     if spec.mask_truncated:
         batch = batch.without_truncated()
@@ -114,6 +117,8 @@ def update_policy(model, optimizer, batch: Batch, spec: UpdateSpec, *, reference
         step = _Step(model, optimizer, forward.choose(model, compute, autocast), spec, plan, work, dp, stats)
         if spec.loss.beta > 0:
             step.ref_logp = _no_grad(forward.choose(reference, compute, False), work, spec.temperature)
+        if teacher is not None:
+            step.teacher_logp = teacher.logprobs(work, spec.temperature, compute.micro_batch_tokens)
         steps = _passes(step, generator)
     out = {k: sum(v) / len(v) for k, v in stats.items()}
     if dp is not None:
@@ -151,6 +156,7 @@ class _Step:
         self.model, self.optimizer, self.forward, self.spec, self.plan = model, optimizer, fwd, spec, plan
         self.work, self.dp, self.stats = work, dp, stats
         self.ref_logp: torch.Tensor | None = None
+        self.teacher_logp: torch.Tensor | None = None
         self.old_logp: torch.Tensor | None = None
         self.weights: torch.Tensor | None = None
         self.seen: list = []          # (old log-probs, rows, capped) for the mismatch/* metrics
@@ -185,9 +191,10 @@ class _Step:
         else:
             part_weights = None if self.weights is None else _pick(self.weights, mb.rows, part.rows)
         ref = None if self.ref_logp is None else _pick(self.ref_logp, mb.rows, part.rows)
+        teacher = None if self.teacher_logp is None else _pick(self.teacher_logp, mb.rows, part.rows)
         part_loss, mstats = grpo_loss(logp, old, sub.advantages, sub.train_mask(), self.spec.loss,
                                       ref_logp=ref, entropy=entropy, norm=self.plan.norm,
-                                      is_weight=part_weights)
+                                      is_weight=part_weights, teacher_logp=teacher)
         for k, v in mstats.items():
             self.stats.setdefault(k, []).append(float(v))
         return part_loss
