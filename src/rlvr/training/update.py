@@ -226,10 +226,11 @@ def _passes(model, optimizer, batch: Batch, spec: LossSpec, plan: UpdatePlan, tr
     work = batch.rows(plan.rows).trimmed(completions=trim).to(compute.device)
     step = _Step(model, optimizer, forward.choose(model, compute, autocast), spec, plan, work,
                  grad_clip, dp, stats)
-    if spec.beta > 0:
-        step.ref_logp = _no_grad(forward.choose(reference, compute, False), work, spec.temperature)
+    if spec.beta > 0:   # in the policy's precision: the same numbers as the policy's at step 0
+        step.ref_logp = _no_grad(forward.choose(reference, compute, autocast), work, spec.temperature,
+                                 plan.micro_batch_tokens)
     if not plan.single_pass:
-        step.prepare_old(_no_grad(step.forward, work, spec.temperature))
+        step.prepare_old(_no_grad(step.forward, work, spec.temperature, plan.micro_batch_tokens))
     # Each minibatch of `size` sequences of the full batch is one optimizer step, normalised by
     # its share of the whole batch's normaliser (TRL's dapo rescales per accumulation window the
     # same way): every step has the full-batch gradient's scale, and over one pass the minibatch
@@ -361,5 +362,8 @@ def _step(model, optimizer, loss: torch.Tensor, grad_clip: float, dp=None) -> fl
 
 
 @torch.no_grad()
-def _no_grad(fwd: forward.Forward, batch: Batch, temperature: float) -> torch.Tensor:
-    return fwd(batch, temperature)[0]
+def _no_grad(fwd: forward.Forward, batch: Batch, temperature: float, max_tokens: int) -> torch.Tensor:
+    """Log-probs [B, Tc] of `batch` in micro-batches of at most `max_tokens` padded tokens (the
+    update's plan), never the whole batch in one forward."""
+    parts = micro_batches(batch, max_tokens)
+    return torch.cat([fwd(batch if rows is None else batch.rows(rows), temperature)[0] for rows in parts])
