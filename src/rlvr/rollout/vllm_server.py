@@ -136,7 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     from multiprocessing.connection import Listener
     from multiprocessing import AuthenticationError
 
-    from rlvr.rollout.vllm import _CPU_ENV
+    import torch
+
+    from rlvr.rollout.vllm import engine_env
 
     ap = argparse.ArgumentParser(prog="python -m rlvr.rollout.vllm_server")
     ap.add_argument("--model", required=True, help="a Hugging Face checkpoint directory")
@@ -155,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     if not key:
         print("RLVR_VLLM_AUTHKEY is not set (hex bytes that clients must present)", file=sys.stderr)
         return 2
-    for name, value in _CPU_ENV.items():
+    for name, value in engine_env(torch.cuda.is_available()).items():
         os.environ.setdefault(name, value)
     from vllm import LLM
 

@@ -197,3 +197,13 @@ def behaviour_correction(g):
         return None
     return functools.partial(is_weights, level=IS_LEVELS[g.is_correction], mode=IS_MODES[g.is_mode],
                              cap=g.is_cap)
+
+
+def engine_memory_share(cfg: Config) -> float:
+    """The share of the GPU an engine in the training process holds while the update runs (a
+    colocated vLLM's `gpu_memory_utilization`), which the training budget leaves out; 0 for
+    engines elsewhere and for the HF engine (its cache is freed before the update)."""
+    if cfg.rollout.engine != "vllm":
+        return 0.0
+    from rlvr.rollout.vllm import memory_share
+    return memory_share(cfg.rollout.vllm_options)

@@ -34,7 +34,7 @@ from rlvr.config import Config
 from rlvr.training import checkpoint, gpu_forward
 from rlvr.training.schedule import lr_multiplier
 from rlvr.training.seeds import seed_for
-from rlvr.training.setup import behaviour_correction
+from rlvr.training.setup import behaviour_correction, engine_memory_share
 from rlvr.training.update import Batch, Compute, LossSpec, update_policy
 from rlvr.types import Group
 
@@ -115,7 +115,8 @@ class TrainingState:
         self.advantage_fn = ADVANTAGES[g.advantage]
         self.loss_spec = loss_spec(cfg)
         ckpt = cfg.model.gradient_checkpointing
-        tokens = gpu_forward.micro_batch_tokens(g.micro_batch_tokens, train_model, device, ckpt)
+        tokens = gpu_forward.micro_batch_tokens(g.micro_batch_tokens, train_model, device, ckpt,
+                                                engine_share=engine_memory_share(cfg))
         self.compute = Compute(device, ckpt, tokens, vocab_limit)
 
     def advantages(self, groups: Sequence[Group]) -> torch.Tensor:
