@@ -128,7 +128,9 @@ def prune(ckpt_root: Path, keep_last: int, keep: frozenset[Path] | set[Path] = f
 
 
 def load_state(ckpt: Path) -> dict[str, Any]:
-    return torch.load(ckpt / "trainer_state.pt", weights_only=False)
+    # on the CPU: every rank reading tensors saved from GPU 0 back onto GPU 0 would pile the world's
+    # optimizer state there; `load_state_dict` moves each state to its parameter's device
+    return torch.load(ckpt / "trainer_state.pt", map_location="cpu", weights_only=False)
 
 
 def read_weights(ckpt: Path) -> dict[str, torch.Tensor]:

@@ -106,7 +106,10 @@ def build_data_parallel(cfg: Config):
     """A `DataParallel` under torchrun (WORLD_SIZE > 1), else None; build it before the Device."""
     from rlvr.training.distributed import DataParallel, world_from_env
 
-    return DataParallel(cfg.run.data_parallel) if world_from_env()[1] > 1 else None
+    if world_from_env()[1] <= 1:
+        return None
+    # run.device: cpu on a GPU machine: gloo, or NCCL would bind each rank to a GPU
+    return DataParallel(cfg.run.data_parallel, backend="gloo" if cfg.run.device == "cpu" else None)
 
 
 def build_engine(cfg: Config, policy, tokenizer, device=None, dp=None, engine_model=None, task=None):
