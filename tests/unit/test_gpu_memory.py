@@ -18,7 +18,6 @@ import copy
 
 import pytest
 import torch
-import torch.distributed as dist
 
 from rlvr.models.device import Device
 from rlvr.models.tiny import build_model
@@ -68,15 +67,8 @@ def per_token(fwd, vocab: int, width: int = 32) -> float:
     for rows in (2, 4):
         ids = torch.randint(0, vocab, (rows, width), generator=torch.Generator().manual_seed(rows))
         mask = torch.ones_like(ids)
-        out.append(saved_bytes(lambda: fwd(ids, mask, ids, mask, 1.0)))
+        out.append(saved_bytes(lambda ids=ids, mask=mask: fwd(ids, mask, ids, mask, 1.0)))
     return (out[1] - out[0]) / (2 * 2 * width)
-
-
-@pytest.fixture
-def one_rank_group(tmp_path):
-    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/store", rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
 
 
 def _ddp(model):
