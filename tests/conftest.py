@@ -29,6 +29,20 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def _deterministic_mode_reset():
+    """A run with `run.deterministic: true` turns on torch's deterministic algorithms for the
+    whole process (`Device.resolve`); later tests (the GPU graph tests) must get the kernels
+    production uses, so each test leaves the setting as it found it."""
+    import torch
+
+    before = (torch.are_deterministic_algorithms_enabled(),
+              torch.is_deterministic_algorithms_warn_only_enabled(), torch.backends.cudnn.benchmark)
+    yield
+    torch.use_deterministic_algorithms(before[0], warn_only=before[1])
+    torch.backends.cudnn.benchmark = before[2]
+
+
 @pytest.fixture(scope="session")
 def cold_start_model(tmp_path_factory):
     """The built-in tiny Llama after SFT on 3-digit addition, stopped once a held-out probe passes

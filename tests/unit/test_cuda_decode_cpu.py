@@ -153,3 +153,22 @@ def test_tensors_the_step_reads_are_owned_by_the_plan(tiny, monkeypatch):
                 if t.untyped_storage().data_ptr() not in owned:
                     t.fill_(float("nan"))
     assert len(dec.plans) == 1                          # one plan, replayed by the later calls
+
+
+def test_plans_are_keyed_on_buckets_and_the_least_recently_used_goes(tiny):
+    """Calls of other row counts and budgets within a bucket replay one plan (before: a capture
+    each); the training batch's plan, used between other calls, outlives four other plans."""
+    model, tokenizer = tiny
+    engine = HFEngine(model, tokenizer)
+    dec = _decoder(engine)
+    prompts = _prompts(engine)
+    for p, n, m in ((prompts, 2, 24), (prompts[:2], 2, 20), (prompts[:1], 5, 30)):
+        dec.decode(p, n, SamplingParams(max_new_tokens=m, greedy=True), seed=0)
+    assert len(dec.plans) == 1
+    train = next(iter(dec.plans.values()))
+    params = SamplingParams(max_new_tokens=8, greedy=True)
+    for n in (16, 32, 64):                              # other buckets: rows 16, 32, 64
+        dec.decode(prompts[:1], n, params, seed=0)
+        dec.decode(prompts, 2, SamplingParams(max_new_tokens=24, greedy=True), seed=0)
+    dec.decode(prompts[:1], 128, params, seed=0)       # a fifth plan: the oldest unused goes
+    assert len(dec.plans) == 4 and any(v is train for v in dec.plans.values())

@@ -7,7 +7,6 @@ import copy
 
 import pytest
 import torch
-import torch.distributed as dist
 
 from rlvr.models.tiny import build_model
 from rlvr.training import forward
@@ -31,13 +30,6 @@ def test_plain_llama_on_cpu_is_fused_and_a_ddp_like_wrapper_is_not():
     wrapper = torch.nn.Module()
     wrapper.module = model
     assert forward.backend_name(wrapper, Compute()) == "model"
-
-
-@pytest.fixture
-def one_rank_group(tmp_path):
-    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/store", rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
 
 
 def test_fsdp2_model_keeps_its_own_forward_after_a_no_grad_forward(one_rank_group):

@@ -1,7 +1,8 @@
 """`DRY=1 bash bench/gpu_check.sh` runs every phase of the one-shot GPU check on the CPU (CUDA
 hidden, tiny shapes): each phase writes its own file under $OUT ending in its status line, the
-micro-checks and the rlvr/TRL comparison print their JSON results, and summary.json gathers them.
-About 30 s of CPU. Also: the GPU tests point at files that exist (the quickstart config moved into
+micro-checks, the memory probe and the rlvr/TRL step pair print their JSON results, and
+summary.json gathers them; at most 8 result files, boxes summing to at most 360 s, in at most
+120 s of CPU. Also: the GPU tests point at files that exist (the quickstart config moved into
 the package once, and two of tests/gpu's tests failed on the path before touching a GPU)."""
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PHASES = ("env", "micro", "trl", "pytest", "dist")
+PHASES = ("env", "micro", "memory", "pytest", "trl")
 MICRO_CHECKS = {"graph_decode", "thread_capture", "decode_speed", "logprob_parity", "update_speed"}
 
 
@@ -38,14 +40,19 @@ def dry_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     out = tmp_path_factory.mktemp("gpu_check")
     env = {**os.environ, "DRY": "1", "OUT": str(out), "PY": sys.executable, "OMP_NUM_THREADS": "1"}
     env.pop("PYTHONPATH", None)          # the script puts this checkout's src first itself
+    t0 = time.monotonic()
     done = subprocess.run(["bash", str(ROOT / "bench" / "gpu_check.sh")], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
+    done.seconds = time.monotonic() - t0
     return out, done
 
 
 def test_every_phase_writes_its_file_and_passes(dry_run):
     out, done = dry_run
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert done.seconds <= 120, done.seconds
+    assert len(list(out.iterdir())) <= 8
+    assert sum(_json_lines(out / f"{name}.log")[-1]["box_s"] for name in PHASES) <= 360
     for name in PHASES:
         status = _json_lines(out / f"{name}.log")[-1]
         assert status["phase"] == name and status["rc"] == 0 and status["dry"] is True, status
@@ -63,9 +70,15 @@ def test_each_phase_holds_its_results(dry_run):
     assert micro["device"]["device"] == "cpu" and micro["decode_speed"]["replay_1"]["tok_s"] > 0
     trl = [x for x in _json_lines(out / "trl.log") if x.get("phase") == "trl" and "ratio" in x]
     assert trl and trl[0]["rlvr_decode_tok_s"] > 0 and trl[0]["trl_error"] is None
-    assert "skipped" in (out / "pytest.log").read_text()                  # collected, no GPU
-    dist = [x for x in _json_lines(out / "dist.log") if "mode" in x]
-    assert [x["mode"] for x in dist] == ["ddp", "fsdp2"] and all(x["ok"] for x in dist), dist
+    pytest_log = (out / "pytest.log").read_text()
+    assert "skipped" in pytest_log                                          # collected, no GPU
+    assert pytest_log.index("test_gpu_paths.py") < pytest_log.index("test_gpu.py::")   # paths first
+    memory = _json_lines(out / "memory.log")
+    probes = [x for x in memory if x.get("check") == "memory"]
+    assert [x["mode"] for x in probes] == ["one", "ddp"] and all(x["ok"] for x in probes), probes
+    assert all(x["budget_tokens"] >= 1024 and x["predicted_gb"] > 0 for x in probes)
+    dist = [x for x in memory if x.get("phase") == "dist"]
+    assert [x["mode"] for x in dist] == ["fsdp2"] and dist[0]["ok"], dist
 
 
 def test_gpu_tests_point_at_files_that_exist():

@@ -74,8 +74,10 @@ def test_micro_batch_tokens_zero_means_a_budget_on_a_gpu_only():
     assert auto == gpu_forward.micro_batch_budget(gb - state, 32, 64, 2) > 0
     assert gpu_forward.micro_batch_tokens(0, model, gpu, False, total_bytes=gb) == auto   # no measuring
     wrapper = torch.nn.Module()
-    wrapper.module = model                       # DDP: the shape is read from the wrapped model
-    assert gpu_forward.micro_batch_tokens(0, wrapper, gpu, False, total_bytes=gb) == auto
+    wrapper.module = model                       # DDP: the shape is read from the wrapped model,
+    ddp_state = (18 + 4) * sum(p.numel() for p in model.parameters())   # its buckets counted
+    assert gpu_forward.micro_batch_tokens(0, wrapper, gpu, False, total_bytes=gb) == \
+        gpu_forward.micro_batch_budget(gb - ddp_state, 32, 64, 2, kind="wrapped")
     assert gpu_forward.micro_batch_tokens(0, object(), gpu, False, total_bytes=gb) == 16384
     big = gpu_forward.micro_batch_tokens(0, model, gpu, False, total_bytes=140 * gb)
     assert big > auto                            # more memory, larger budget

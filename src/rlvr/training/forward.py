@@ -6,8 +6,10 @@ head, fused decoder stack for Llama-family models) on a GPU; on a CPU the `fused
 backends of `rlvr.models.backends` (the same two the CPU engine samples through): fused for the
 Llama family (same logits as the model's forward, fewer ops, an attention whose bf16 backward is
 fast on CPUs, the LM head and one log-softmax over the real completion tokens only), the model's
-own forward under autocast for anything else. A model wrapped for data
-parallelism always runs its own forward (`model`), whose hooks sync and gather the weights.
+own forward under autocast for anything else. A model wrapped for data parallelism runs its own
+forward, whose hooks sync and gather the weights: on a CPU the whole of it (`model`); on a GPU up
+to the final hidden states, then the chunked head (`gpu_forward`'s `wrapped` variant), so the
+[B, T, V] logits the GPU budget does not count are never made.
 
 Whether a model is wrapped is read from what it is (a DDP wrapper has `.module`; `fully_shard`
 turns the module into an `FSDPModule`), not from the type of its first parameter: after a no-grad
@@ -52,10 +54,10 @@ def _fsdp_types() -> tuple[type, ...]:
 
 def backend_name(model, compute) -> str:
     """`gpu`, `fused` or `model`: the backend `model` trains through on `compute.device`."""
-    if is_wrapped(model):
-        return "model"
     if compute.device.is_cuda:
         return "gpu"
+    if is_wrapped(model):
+        return "model"
     return backends.backend_name(model)
 
 
@@ -75,7 +77,7 @@ def minibatch(fwd: Forward, parts: int):
 def _gpu(model, compute, autocast: bool) -> Forward:
     from rlvr.training.gpu_forward import build
     fwd = build(model, device=compute.device, autocast=autocast, checkpointing=compute.checkpointing,
-                vocab_limit=compute.vocab_limit)
+                vocab_limit=compute.vocab_limit, wrapped=is_wrapped(model))
     return lambda batch, temperature: fwd(batch.prompt_ids, batch.prompt_mask, batch.completion_ids,
                                           batch.completion_mask, temperature)
 

@@ -30,39 +30,72 @@ from rlvr.training.chunked import logprob_entropy
 
 
 # `grpo.micro_batch_tokens: 0` on a GPU: a budget from the device's total memory less an estimate
-# of the training state (not the free memory at the start: a resumed run, and every rank, must get
-# the same budget, or the micro-batch sums change and resume is no longer exact).
-# Training state per parameter: float32 weight, gradient and two AdamW moments, a bf16 copy (18 B).
-# Activations autograd keeps per token and layer on the fused path (bf16 matrices, float32
-# residual stream), counted from the tensors `fused_llama.run_layers` saves: about 34·d + 8·m + 12·kv
-# bytes; rounded up to 40·d + 8·m. With per-layer checkpointing: the float32 layer input (4·d) per
-# layer plus one layer recomputed. Half of what is left goes to activations; the other half covers
-# the reference model, the decode's KV cache, the chunked LM head and fragmentation. An estimate,
-# not a measurement (on a GPU, bench/gpu_micro.py prints the peak memory it gives).
+# of the training state and of what a colocated engine holds (not the free memory at the start: a
+# resumed run, and every rank, must get the same budget, or the micro-batch sums change and resume
+# is no longer exact). Training state per parameter: float32 weight, gradient and two AdamW
+# moments, a bf16 copy (18 B); DDP adds its float32 gradient buckets (4 B); FSDP2 holds 1/world of
+# that, plus the unsharded float32 weights outside the decoder layers (embeddings, head) and two
+# layers' gathered weights (one computing, one prefetched).
+# Activations autograd keeps per token and layer (`ACTIVATION_BYTES`, from the forward actually
+# taken): the fused path (bf16 matrices, float32 residual stream), counted from the tensors
+# `fused_llama.run_layers` saves, about 34·d + 8·m + 12·kv bytes, rounded up to 40·d + 8·m; a
+# model's own decoder layers under autocast (wrapped models, other families), counted with
+# saved-tensor hooks on Qwen2 layers at the 0.5B and 1.5B widths on a CPU
+# (tests/unit/test_gpu_memory.py): about 34·d + 8.3·m, rounded up to 40·d + 10·m. The `full`
+# variant also keeps the [T, V] logits: counted 8.5·V on a CPU; 18·V allows a bf16 product, its
+# float32 copy, the scaled copy, log-softmax and softmax all kept.
+# With per-layer checkpointing: the layer input (4·d) per layer plus one layer recomputed. Half of
+# what is left goes to activations; the other half covers the reference model, the chunked LM head
+# (chunk rows × V float32, a few copies), the decode's KV cache and fragmentation. An estimate,
+# not a measurement (on a GPU, bench/gpu_check.sh prints the peak memory it gives).
 MICRO_BATCH_MEMORY_SHARE = 0.5
 MICRO_BATCH_STATE_BYTES_PER_PARAM = 18
+DDP_BUCKET_BYTES_PER_PARAM = 4
 MICRO_BATCH_MIN_TOKENS = 1024
 MICRO_BATCH_FALLBACK_TOKENS = 16384     # a model without a readable shape (no `config`)
+# bytes a token keeps per layer, as (a, b) in a·d + b·m, by `variant`
+ACTIVATION_BYTES = {"fused": (40, 8), "decoder": (40, 10), "wrapped": (40, 10), "full": (40, 10)}
+FULL_LOGIT_BYTES_PER_VOCAB = 18
 
 
 def micro_batch_budget(memory_bytes: int, hidden: int, intermediate: int, layers: int,
-                       checkpointing: bool = False) -> int:
-    """Padded tokens per forward/backward whose activations fit `MICRO_BATCH_MEMORY_SHARE` of
-    `memory_bytes`, a multiple of 1024, at least `MICRO_BATCH_MIN_TOKENS`."""
-    per_layer = 40 * hidden + 8 * intermediate
-    per_token = 4 * hidden * layers + per_layer if checkpointing else per_layer * layers
+                       checkpointing: bool = False, kind: str = "fused", vocab: int = 0) -> int:
+    """Padded tokens per forward/backward whose activations (`token_bytes`) fit
+    `MICRO_BATCH_MEMORY_SHARE` of `memory_bytes`, a multiple of 1024, at least
+    `MICRO_BATCH_MIN_TOKENS`."""
+    per_token = token_bytes(hidden, intermediate, layers, checkpointing, kind, vocab)
     tokens = int(MICRO_BATCH_MEMORY_SHARE * memory_bytes) // per_token
     return max(MICRO_BATCH_MIN_TOKENS, tokens // 1024 * 1024)
 
 
+def token_bytes(hidden: int, intermediate: int, layers: int, checkpointing: bool = False,
+                kind: str = "fused", vocab: int = 0) -> int:
+    """Bytes autograd keeps per token of a micro-batch on the `kind` variant (`ACTIVATION_BYTES`)."""
+    a, b = ACTIVATION_BYTES[kind]
+    per_layer = a * hidden + b * intermediate
+    per_token = 4 * hidden * layers + per_layer if checkpointing else per_layer * layers
+    return per_token + (FULL_LOGIT_BYTES_PER_VOCAB * vocab if kind == "full" else 0)
+
+
+def state_bytes(params: int, mode: str = "", world: int = 1, outside_layers: int = 0,
+                layer: int = 0) -> int:
+    """The training state's bytes on one device: `mode` "" (one process), "ddp" or "fsdp2"
+    (sharded over `world`, plus `outside_layers` and two layers' gathered float32 weights)."""
+    if mode == "fsdp2":
+        return MICRO_BATCH_STATE_BYTES_PER_PARAM * params // world + 4 * (outside_layers + 2 * layer)
+    extra = DDP_BUCKET_BYTES_PER_PARAM if mode == "ddp" else 0
+    return (MICRO_BATCH_STATE_BYTES_PER_PARAM + extra) * params
+
+
 def micro_batch_tokens(requested: int, model, device, checkpointing: bool,
-                       total_bytes: int | None = None) -> int:
+                       total_bytes: int | None = None, engine_share: float = 0.0) -> int:
     """`requested` when set (> 0) or on a CPU (0: the whole minibatch, as always); on a GPU, 0
     means `micro_batch_budget` of the device's total memory (`total_bytes`: read when None) less
-    the model's training state."""
+    `engine_share` of it (a colocated engine's) and the model's training state, for the forward
+    `model` trains through (`variant`; wrapped by DDP or FSDP2 or not)."""
     if requested > 0 or not device.is_cuda:
         return requested
-    inner = getattr(model, "module", model)
+    inner, mode = _unwrapped(model)
     cfg = getattr(inner, "config", None)
     hidden, inter, layers = (getattr(cfg, k, None) for k in ("hidden_size", "intermediate_size",
                                                                 "num_hidden_layers"))
@@ -70,8 +103,37 @@ def micro_batch_tokens(requested: int, model, device, checkpointing: bool,
         return MICRO_BATCH_FALLBACK_TOKENS
     if total_bytes is None:
         total_bytes = torch.cuda.get_device_properties(device.torch).total_memory
-    state = MICRO_BATCH_STATE_BYTES_PER_PARAM * sum(p.numel() for p in inner.parameters())
-    return micro_batch_budget(max(0, total_bytes - state), hidden, inter, layers, checkpointing)
+    params, outside, layer = _param_counts(inner)
+    state = state_bytes(params, mode, _world() if mode else 1, outside, layer)
+    free = total_bytes - int(engine_share * total_bytes) - state
+    return micro_batch_budget(max(0, free), hidden, inter, layers, checkpointing,
+                              variant(model, wrapped=bool(mode)), int(getattr(cfg, "vocab_size", 0)))
+
+
+def _unwrapped(model) -> tuple[object, str]:
+    """(the module with the config, "ddp" | "fsdp2" | "") without importing `training.forward`."""
+    if hasattr(model, "module"):
+        return model.module, "ddp"
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:
+        return model, ""
+    return model, "fsdp2" if isinstance(model, FSDPModule) else ""
+
+
+def _param_counts(model) -> tuple[int, int, int]:
+    """(all parameters, those outside the decoder layers, the largest layer's), as global counts
+    (a DTensor's `numel` is its full size)."""
+    total = sum(p.numel() for p in model.parameters())
+    layers = getattr(getattr(model, "model", None), "layers", None) or []
+    sizes = [sum(p.numel() for p in layer.parameters()) for layer in layers]
+    return total, total - sum(sizes), max(sizes, default=0)
+
+
+def _world() -> int:
+    import torch.distributed as dist
+
+    return dist.get_world_size() if dist.is_initialized() else 1
 
 
 def sdpa_attention(q, k, v, allowed):
@@ -104,8 +166,28 @@ def _plain_hidden(model, ids, mask, device, autocast: bool):
     pos = (mask.cumsum(-1) - 1).clamp_(min=0)
     with device.autocast(autocast):
         out = model.get_decoder()(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=False)
-    h = out.last_hidden_state
-    return h, model.get_output_embeddings().weight.to(h.dtype)
+    return _head_inputs(out.last_hidden_state, model.get_output_embeddings().weight, autocast)
+
+
+def _wrapped_hidden(model, ids, mask, device, autocast: bool):
+    """The final hidden states through the wrapper's own call (DDP's gradient hooks, FSDP2's
+    all-gathers), with the model's head on the last position only (`logits_to_keep=1`), then the
+    head weight: FSDP2 leaves the root's parameters (embeddings, head) gathered after the forward
+    and reduce-scatters their gradients when the whole backward ends."""
+    inner = getattr(model, "module", model)
+    pos = (mask.cumsum(-1) - 1).clamp_(min=0)
+    with device.autocast(autocast):
+        out = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=False,
+                    logits_to_keep=1, output_hidden_states=True)
+    return _head_inputs(out.hidden_states[-1], inner.get_output_embeddings().weight, autocast)
+
+
+def _head_inputs(h, weight, autocast: bool):
+    """(hidden, head weight) in the autocast dtype (bf16) when on, as the model's own head would
+    compute under autocast (a float32 residual stream would otherwise make the head an fp32
+    GEMM); else the hidden states' dtype."""
+    dtype = torch.bfloat16 if autocast else h.dtype
+    return h.to(dtype), weight.to(dtype)
 
 
 def _scales_logits(model) -> bool:
@@ -114,27 +196,33 @@ def _scales_logits(model) -> bool:
                 or getattr(cfg, "logits_scaling", None))
 
 
-def variant(model) -> str:
+def variant(model, wrapped: bool = False) -> str:
     """`full` (own full-logit forward: the head scales or soft-caps, or `model` is a callable
     stand-in with no `config`, such as LoRA's adapters-disabled KL reference, whose call is all
-    there is), `fused` (Llama family) or `decoder` (the model's own decoder, then the chunked head)."""
-    if not hasattr(model, "config") or _scales_logits(model):
+    there is), `wrapped` (DDP/FSDP2: the wrapper's own forward, then the chunked head), `fused`
+    (Llama family) or `decoder` (the model's own decoder, then the chunked head)."""
+    inner = getattr(model, "module", model) if wrapped else model
+    if not hasattr(inner, "config") or _scales_logits(inner):
         return "full"
+    if wrapped:
+        return "wrapped"
     return "fused" if fused_llama.supports(model) else "decoder"
 
 
 def build(model, *, device, autocast: bool, checkpointing: bool = False,
-          vocab_limit: int | None = None, chunk_rows: int = 2048):
+          vocab_limit: int | None = None, chunk_rows: int = 2048, wrapped: bool = False):
     """f(prompt_ids, prompt_mask, completion_ids, completion_mask, temperature) -> (log-probs
-    [B, Tc], entropies [B, Tc]) float32, with the variant chosen here, once."""
-    kind = variant(model)
+    [B, Tc], entropies [B, Tc]) float32, with the variant chosen here, once (`wrapped`: `model`
+    is wrapped for data parallelism)."""
+    kind = variant(model, wrapped)
     if kind == "full":
         return partial(_full_logits, model, device, autocast)
     if kind == "fused":
         hidden = partial(_fused_hidden, model, dtype=torch.bfloat16 if autocast else torch.float32,
                          checkpointing=checkpointing)
     else:
-        hidden = partial(_plain_hidden, model, device=device, autocast=autocast)
+        make = _wrapped_hidden if kind == "wrapped" else _plain_hidden
+        hidden = partial(make, model, device=device, autocast=autocast)
     return partial(_chunked, hidden, device, vocab_limit, chunk_rows)
 
 

@@ -102,7 +102,10 @@ def build_data_parallel(cfg: Config):
     """A `DataParallel` under torchrun (WORLD_SIZE > 1), else None; build it before the Device."""
     from rlvr.training.distributed import DataParallel, world_from_env
 
-    return DataParallel(cfg.run.data_parallel) if world_from_env()[1] > 1 else None
+    if world_from_env()[1] <= 1:
+        return None
+    # run.device: cpu on a GPU machine: gloo, or NCCL would bind each rank to a GPU
+    return DataParallel(cfg.run.data_parallel, backend="gloo" if cfg.run.device == "cpu" else None)
 
 
 def build_engine(cfg: Config, policy, tokenizer, device=None, dp=None, engine_model=None, task=None):
@@ -143,3 +146,13 @@ def build_sampler(cfg: Config, task, problems: Sequence[Problem], seed: int | st
     if task is not None and not problems:
         return TaskSampler(task, n, seed)
     return DatasetSampler(problems, n, seed)
+
+
+def engine_memory_share(cfg: Config) -> float:
+    """The share of the GPU an engine in the training process holds while the update runs (a
+    colocated vLLM's `gpu_memory_utilization`), which the training budget leaves out; 0 for
+    engines elsewhere and for the HF engine (its cache is freed before the update)."""
+    from rlvr.rollout.engines import engine_row, resolve
+
+    share = engine_row(cfg.rollout.engine).memory_share
+    return 0.0 if share is None else float(resolve(share)(cfg))

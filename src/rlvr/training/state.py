@@ -36,6 +36,7 @@ from rlvr.models.device import seed_for
 from rlvr.training import checkpoint, gpu_forward
 from rlvr.training.schedule import lr_multiplier
 from rlvr.models.batch import Batch
+from rlvr.training.setup import engine_memory_share
 from rlvr.training.update import Compute, UpdateSpec, update_policy
 from rlvr.types import Group
 from rlvr.verifiers.compose import reward_terms
@@ -145,7 +146,8 @@ class TrainingState:
                              else functools.partial(summed_advantages, ADVANTAGES[g.advantage]))
         self.update_spec = update_spec(cfg)
         ckpt = cfg.model.gradient_checkpointing
-        tokens = gpu_forward.micro_batch_tokens(g.micro_batch_tokens, train_model, device, ckpt)
+        tokens = gpu_forward.micro_batch_tokens(g.micro_batch_tokens, train_model, device, ckpt,
+                                                engine_share=engine_memory_share(cfg))
         self.compute = Compute(device, ckpt, tokens, vocab_limit)
 
     def advantages(self, groups: Sequence[Group]) -> torch.Tensor:

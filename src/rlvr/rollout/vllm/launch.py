@@ -2,7 +2,10 @@
 
 `server_python` picks the interpreter (`rollout.vllm_python`, else this one when it has vLLM, else
 the project's `.venv-vllm`); `server_env` gives a server this environment minus torchrun's
-variables (a server is no rank of the trainer's job), with the trainer's rlvr first on the path.
+variables (a server is no rank of the trainer's job), with the trainer's rlvr first on the path;
+on a machine with GPUs `server_gpus` gives each local server a GPU of its own
+(`CUDA_VISIBLE_DEVICES`), after the trainer's ranks' (ranks use GPUs 0 … LOCAL_WORLD_SIZE − 1 of
+the visible ones), or refuses when there are fewer GPUs than trainer ranks plus servers.
 `LocalLauncher` is the launcher protocol the engine uses: `spawn` (the process starts loading),
 `ready` (where it listens, or its stderr when it exits first), `kill`, `stop`, `pid`; a launcher
 placing servers elsewhere (Ray) offers the same members.
@@ -41,17 +44,50 @@ def server_python(configured: str = "", roots: tuple[Path, ...] | None = None) -
                       ".venv-vllm was found (make venv-vllm, or set rollout.vllm_python)")
 
 
-def server_env(key: str) -> dict[str, str]:
+def server_env(key: str, on_gpu: bool = False) -> dict[str, str]:
     """The server's environment: this one without torchrun's variables, rlvr's own source first
-    on the path (the server runs the trainer's rlvr), one thread per op, the key."""
-    from rlvr.rollout.vllm.engine import _CPU_ENV
+    on the path (the server runs the trainer's rlvr), the key; on a CPU one thread per op and
+    the CPU engine's bounds (`vllm.engine_env`)."""
+    from rlvr.rollout.vllm.engine import engine_env
 
     env = {k: v for k, v in os.environ.items() if k not in _RANK_VARS}
     src = str(Path(__file__).resolve().parents[3])
     env["PYTHONPATH"] = os.pathsep.join([src] + [p for p in [env.get("PYTHONPATH", "")] if p])
-    env["OMP_NUM_THREADS"] = "1"   # one thread per server: N servers share the cores, not N² threads
+    if not on_gpu:
+        env["OMP_NUM_THREADS"] = "1"   # one thread per server: N servers share the cores, not N² threads
     env["RLVR_VLLM_AUTHKEY"] = key
-    return {**_CPU_ENV, **env}
+    return {**engine_env(on_gpu), **env}
+
+
+def visible_gpus() -> list[str]:
+    """The GPUs this process may use, as CUDA_VISIBLE_DEVICES names them ([] without CUDA)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return []
+    named = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if named is not None:
+        return [g.strip() for g in named.split(",") if g.strip()]
+    return [str(i) for i in range(torch.cuda.device_count())]
+
+
+def server_gpus(servers: int, visible: list[str] | None = None,
+                trainer: int | None = None) -> list[str] | None:
+    """CUDA_VISIBLE_DEVICES of each of `servers` local servers: the visible GPUs after the
+    trainer's `trainer` ranks' (LOCAL_WORLD_SIZE, 1 outside torchrun), one each; None without
+    GPUs (servers on the CPU). Fewer GPUs than ranks + servers: a ConfigError naming the counts
+    (vLLM's free-memory check would fail on a shared card, and NCCL weight sync cannot put two
+    ranks on one GPU)."""
+    visible = visible_gpus() if visible is None else visible
+    if not visible:
+        return None
+    trainer = int(os.environ.get("LOCAL_WORLD_SIZE", "1")) if trainer is None else trainer
+    if len(visible) < trainer + servers:
+        raise ConfigError(
+            f"rollout.vllm_servers: {servers} local server(s) need a GPU each beside the trainer's "
+            f"{trainer} rank(s): {trainer + servers} GPUs, but {len(visible)} visible "
+            f"({','.join(visible)}); run fewer servers or ranks, or give rollout.vllm_urls")
+    return visible[trainer:trainer + servers]
 
 
 class LocalLauncher:
@@ -62,9 +98,12 @@ class LocalLauncher:
     directory holding the model directory first: a trainer killed with -9 leaves neither a server
     nor its weight files in shared memory behind."""
 
-    def __init__(self, python: str, key: str, host: str = "127.0.0.1", owns_files: bool = False):
-        self.python, self.env, self.key, self.host = python, server_env(key), bytes.fromhex(key), host
-        self.owns_files = owns_files
+    def __init__(self, python: str, key: str, host: str = "127.0.0.1", owns_files: bool = False,
+                 gpus: list[str] | None = None):
+        self.python, self.key, self.host = python, bytes.fromhex(key), host
+        self.env = server_env(key, on_gpu=gpus is not None)
+        self.owns_files, self.gpus = owns_files, gpus
+        self.held: dict[int, str] = {}   # pid -> the GPU its server holds
 
     def spawn(self, model_dir: str, options: dict):
         """Start a server process (it loads its model meanwhile); `ready` waits for it."""
@@ -74,8 +113,23 @@ class LocalLauncher:
                "--host", self.host, "--options", json.dumps(options), "--exit-with-parent"]
         if self.owns_files:
             cmd += ["--remove-when-orphaned", os.path.dirname(os.path.abspath(model_dir))]
-        return subprocess.Popen(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        gpu = self.free_gpu()
+        env = self.env if gpu is None else {**self.env, "CUDA_VISIBLE_DEVICES": gpu}
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, start_new_session=True)
+        if gpu is not None:
+            self.held[proc.pid] = gpu
+        return proc
+
+    def free_gpu(self) -> str | None:
+        """A GPU no live server of this launcher holds (None: servers on the CPU); a restarted
+        server gets the one its predecessor left (`kill` frees it)."""
+        if self.gpus is None:
+            return None
+        free = [g for g in self.gpus if g not in self.held.values()]
+        if not free:
+            raise RuntimeError(f"every GPU for local vLLM servers ({','.join(self.gpus)}) is taken")
+        return free[0]
 
     def ready(self, proc) -> tuple[str, int]:
         """Where the spawned server listens, once it does (an error with its stderr if it exits)."""
@@ -100,6 +154,7 @@ class LocalLauncher:
         if handle.poll() is None:
             handle.kill()
         handle.wait()
+        self.held.pop(handle.pid, None)
 
     def stop(self, handle) -> None:
         import subprocess
@@ -109,6 +164,7 @@ class LocalLauncher:
         except subprocess.TimeoutExpired:
             handle.kill()
             handle.wait()
+        self.held.pop(handle.pid, None)
 
 
 def _ready_line(proc) -> dict | None:

@@ -145,8 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     import socket
     import threading
 
+    import torch
+
     from rlvr.rollout.vllm import wire as vllm_wire
-    from rlvr.rollout.vllm.engine import _CPU_ENV
+    from rlvr.rollout.vllm.engine import engine_env
 
     ap = argparse.ArgumentParser(prog="python -m rlvr.rollout.vllm.server")
     ap.add_argument("--model", required=True, help="a Hugging Face checkpoint directory")
@@ -165,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     if not key:
         print("RLVR_VLLM_AUTHKEY is not set (hex bytes that clients must present)", file=sys.stderr)
         return 2
-    for name, value in _CPU_ENV.items():
+    for name, value in engine_env(torch.cuda.is_available()).items():
         os.environ.setdefault(name, value)
     from vllm import LLM
 

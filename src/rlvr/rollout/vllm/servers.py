@@ -40,9 +40,12 @@ import tempfile
 import threading
 from typing import Any, Callable, Sequence
 
+import torch
+
 from rlvr.errors import ConfigError
 from rlvr.rollout.base import PromptEncoder, SamplingParams, stamp
-from rlvr.rollout.vllm.launch import LocalLauncher, server_python
+from rlvr.rollout.vllm.engine import engine_options
+from rlvr.rollout.vllm.launch import LocalLauncher, server_gpus, server_python
 from rlvr.rollout.vllm.transport import TRANSPORTS
 from rlvr.rollout.vllm.worker import state_hash
 from rlvr.types import Completion, Group, Problem
@@ -110,9 +113,7 @@ class VLLMServerEngine:
         self.dir = tempfile.mkdtemp(prefix="rlvr-vllm-servers-", dir=shm)
         self.transport = TRANSPORTS[transport](self.dir)   # `rollout.vllm_transport`
         self.weights = self.transport.path   # the file a server loads ("": no file, NCCL)
-        self.options = {"dtype": str(next(policy.parameters()).dtype).removeprefix("torch."),
-                        "max_model_len": min(4096, getattr(policy.config, "max_position_embeddings", 4096)),
-                        **(options or {})}
+        self.options = engine_options(policy, torch.cuda.is_available(), options)
         self.launcher: Any = None
         self.servers: list[Server] = []   # shared with the engines `share` hands out
         self.lock = threading.RLock()
@@ -330,7 +331,8 @@ def _launcher(python: str, servers: int, ray_address: str):
     started here)."""
     key = secrets.token_hex(16)
     if not ray_address:
-        return LocalLauncher(python, key, owns_files=True)   # the engine's own temporary directory
+        # the engine's own temporary directory; one GPU a server, after the trainer's ranks' GPUs
+        return LocalLauncher(python, key, owns_files=True, gpus=server_gpus(servers))
     from rlvr.rollout.vllm.ray_launch import RayLauncher
 
     return RayLauncher(python, key, servers, ray_address)
