@@ -57,7 +57,7 @@ def batch_of(tokens: int, vocab: int, width: int):
 def main(argv=None) -> int:
     from rlvr.models.device import Device
     from rlvr.training import gpu_forward
-    from rlvr.training.update import Compute, default_loss_spec, update_policy
+    from rlvr.training.update import Compute, UpdateSpec, update_policy
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tiny", action="store_true")
@@ -85,7 +85,7 @@ def main(argv=None) -> int:
     if on_gpu:
         torch.cuda.reset_peak_memory_stats(device.torch)
     t0 = time.perf_counter()
-    stats = update_policy(train, opt, batch, default_loss_spec(), autocast=True, skip_zero_advantage=False,
+    stats = update_policy(train, opt, batch, UpdateSpec(skip_zero_advantage=False), autocast=True,
                           compute=Compute(device, micro_batch_tokens=budget), dp=dp)
     if on_gpu:
         torch.cuda.synchronize(device.torch)

@@ -65,8 +65,14 @@ def _cfg(*overrides):
      r"rollout.generation_kwargs: it changes the distribution"),
 ])
 def test_controls_that_break_the_contract_are_refused_by_name(overrides, match):
+    """Refused before anything is written: at load, or by the combination checks a run opens with
+    (which engines apply history-shaped controls is the engine table's `history_controls`)."""
+    from rlvr.config.checks import check_combinations
+    from rlvr.rollout.engines import capabilities
+
     with pytest.raises(ConfigError, match=match):
-        _cfg(*overrides)
+        cfg = _cfg(*overrides)
+        check_combinations(cfg, cfg.rollout.engine, False, capabilities())
 
 
 def test_controls_that_keep_the_contract_load():

@@ -219,10 +219,10 @@ def check_sampling(cfg: Any, engines: Mapping[str, Any] | None = None) -> None:
                           "key of that name")
     asked = [k for k, on in (("repetition_penalty", r.repetition_penalty != 1.0),
                              ("generation_kwargs", bool(r.generation_kwargs))) if on]
-    if not asked:
+    if not asked or engines is None:   # which engines apply them: the engine table, when a run opens
         return
-    able = [n for n, row in (engines or {}).items() if row.history_controls]
-    if engines is not None and r.engine not in able:
+    able = [n for n, row in engines.items() if row.history_controls]
+    if r.engine not in able:
         raise ConfigError(f"rollout.{asked[0]}: the {r.engine} engine does not apply it (it changes the "
                           f"sampling distribution; rollout.engine={' or '.join(able)} apply it and report "
                           "the log-probs it sampled from)")
