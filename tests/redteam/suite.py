@@ -18,6 +18,7 @@ import secrets
 import socket
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -325,8 +326,17 @@ def main(argv=None):
     parser.add_argument("--timeout", type=float, default=1.0)
     parser.add_argument("--corpus", default=None, help="extra items, one JSON row per line")
     parser.add_argument("--corpus-only", action="store_true", help="skip the built-in items")
+    parser.add_argument("--only", nargs="+", default=None, help="run these item names only")
+    parser.add_argument("--busy-threads", type=int, default=0,
+                        help="hold this many idle threads first, as a trainer and its servers "
+                             "sharing the grader's uid would")
     args = parser.parse_args(argv)
-    report = run_suite(args.tier, args.timeout, args.corpus, builtin=not args.corpus_only)
+    hold = threading.Event()
+    for _ in range(args.busy_threads):
+        threading.Thread(target=hold.wait, daemon=True).start()
+    report = run_suite(args.tier, args.timeout, args.corpus, only=args.only,
+                       builtin=not args.corpus_only)
+    hold.set()
     print(json.dumps(report))
     return 0 if not report["failures"] else 1
 

@@ -54,6 +54,27 @@ def test_redteam_as_unprivileged_user(tier, sandbox_user, readable_copy):
     assert_clean(report)
 
 
+@pytest.mark.parametrize("tier", TIERS)
+def test_crowded_uid_keeps_code_rewards(tier, sandbox_user, readable_copy):
+    """A non-root grader shares its uid with the trainer and the servers: with 150 threads of that
+    uid running, correct programs that fork (stdio and check modes fork per case, a program may
+    start threads and a subprocess) still score 1 and a fork bomb still ends (RLIMIT_NPROC counts
+    every task of the uid, so a bare limit of 64 turned every reward into a silent crash)."""
+    require_tier(tier)
+    env = {"PATH": "/usr/bin:/bin", "RLVR_BWRAP_SITE": str(readable_copy / "site")}
+    suite_py = str(readable_copy / "tests" / "redteam" / "suite.py")
+    done = subprocess.run(["/usr/bin/python3", suite_py, "--tier", tier, "--busy-threads", "150",
+                           "--only", "control_stdio", "control_add_check_mode",
+                           "control_threads_files_subprocess", "fork_bomb"],
+                          capture_output=True, text=True, env=env, cwd="/", timeout=120,
+                          user=sandbox_user.pw_uid, group=sandbox_user.pw_gid, extra_groups=[])
+    assert done.stdout.strip(), done.stderr[-2000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["uid"] == sandbox_user.pw_uid
+    assert report["failures"] == [], json.dumps(report["failures"], indent=1)
+    assert report["adversarial"] == 1 and report["controls"] == 5   # + grader_alive, teardown
+
+
 def test_harness_reports_escapes_when_isolation_is_missing():
     """The tripwires can fire: with seccomp + rlimits only, host files and the environment leak."""
     if probe("rlimits").tier != "rlimits":

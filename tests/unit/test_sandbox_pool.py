@@ -136,3 +136,25 @@ def test_other_processes_of_the_sandbox_uid_do_not_use_up_a_jobs_processes(pool_
                 proc.kill()
                 proc.wait()
     assert answer(reply) == '["case",0,["ok",1]]', reply
+
+
+@pytest.mark.parametrize("pool_tier", ["bwrap", "landlock"])
+def test_job_directory_size_is_bounded(pool_tier):
+    """Files each under RLIMIT_FSIZE add up: the bwrap tier's tmpfs stops them at its size; in the
+    landlock tier the job directory is on the host disk, so the zygote measures it and ends a job
+    past the same bound (a job wrote 96 MiB there where bwrap caps 64)."""
+    if probe(pool_tier).tier != pool_tier:
+        pytest.skip(f"tier {pool_tier} unavailable here")
+    filler = ("def f():\n    total = 0\n    for i in range(12):\n        try:\n"
+              "            with open(f'part{i}', 'wb') as out:\n"
+              "                for _ in range(8):\n                    out.write(b'x' * (1 << 20))\n"
+              "                    total += 1 << 20\n        except OSError:\n            break\n"
+              "    return total\n")
+    with SandboxPool(1, tier=pool_tier, timeout_s=5.0, tmpfs_mb=16) as pool:
+        reply = pool.run("call", {"code": filler, "entry": "f", "args": [[]]})
+        written = (int(answer(reply).split(",")[-1].rstrip("]]")) if reply["status"] == "exit"
+                   else None)
+        assert reply["status"] == "output_limit" or written <= 16 << 20, reply
+        if reply["status"] == "output_limit":
+            assert reply["wall"] < 2.0, reply
+        assert pool.workdirs() == [] or not os.listdir(os.path.join(pool.workdirs()[0], "job"))

@@ -39,6 +39,9 @@ READ_PATHS = ["/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache", "/etc/altern
 GRACE_S = 3.0
 
 
+_SAID = {"no_cgroup": False}   # warnings given once a process
+
+
 class SandboxUnavailable(RuntimeError):
     """No isolation tier is usable and unsafe execution was not allowed."""
 
@@ -71,7 +74,9 @@ class Zygote:
             self.workdir = tempfile.mkdtemp(prefix="rlvr-job-")
             if uid is not None:
                 os.chown(self.workdir, uid, uid)
+            # No tmpfs bounds a job directory on the host disk: the zygote measures it instead.
             cfg.update(workdir=self.workdir, pidns=False, grader_pid=os.getpid(),
+                       disk_mb=self.tmpfs_mb,
                        read_paths=READ_PATHS + [self.sbxdir, prefix])
             argv = [caps.python, "-I", "-S", os.path.join(self.sbxdir, "zygote.py")]
         # Test sources travel as memfds over this socket, so they never enter the zygote's
@@ -112,6 +117,14 @@ class Zygote:
         name = f"rlvr-sandbox-{os.getpid()}-{pid}"
         self.cgroups = cgroup.create(name, *self.cgroup_limits) or []
         cgroup.attach(self.cgroups, cgroup.tree(pid))
+        if not self.cgroups and not _SAID["no_cgroup"]:
+            _SAID["no_cgroup"] = True
+            memory, pids = self.cgroup_limits
+            log.warning("sandbox: no cgroup for the zygotes here (%s): a job's memory is bounded "
+                        "per process only (RLIMIT_AS), so a job tree may hold up to %d processes "
+                        "of that size; run the grader as root on cgroup v2 for the %d MiB "
+                        "aggregate bound", "not root" if os.geteuid() else "cgroup v2 not writable",
+                        pids - 16, memory >> 20)
 
     def _read_line(self, deadline: float) -> dict | None:
         fd = self._pipes()[2].fileno()

@@ -69,14 +69,33 @@ def _limits(job):
     limits = [(resource.RLIMIT_AS, mem), (resource.RLIMIT_FSIZE, 16 << 20),
               (resource.RLIMIT_NOFILE, 64), (resource.RLIMIT_CORE, 0),
               (resource.RLIMIT_STACK, 64 << 20)]
-    # RLIMIT_NPROC counts every process of the uid machine-wide (other zygotes, other users of
-    # `nobody`): the pool sends 0 when its cgroup's pids ceiling bounds this tree instead.
+    # RLIMIT_NPROC counts every task (threads too) of the real uid in this user namespace: a
+    # non-root grader shares its uid with the trainer, the servers and the shell, so a bare
+    # `nproc` made every fork fail once they held that many threads (each code reward a silent
+    # crash). The job gets `nproc` beyond what the uid runs now. The pool sends 0 when its
+    # cgroup's pids ceiling bounds this tree instead.
     if int(job["nproc"]) > 0:
-        limits.append((resource.RLIMIT_NPROC, int(job["nproc"])))
+        limits.append((resource.RLIMIT_NPROC, _uid_tasks() + int(job["nproc"])))
     for res, value in limits:
         resource.setrlimit(res, (value, value))
     # SIGXCPU at the budget, SIGKILL a second later for a job that ignores it.
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+
+
+def _uid_tasks():
+    """Tasks (threads included) of this real uid that /proc shows: the count RLIMIT_NPROC meets."""
+    uid, total = os.getuid(), 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", "rb") as f:
+                fields = dict(line.split(b":", 1) for line in f if b":" in line)
+            if int(fields[b"Uid"].split()[0]) == uid:
+                total += int(fields[b"Threads"])
+        except (OSError, KeyError, ValueError):
+            continue   # gone meanwhile, or not ours to read
+    return total
 
 
 def _over_cpu(job, status, cpu):
@@ -173,14 +192,51 @@ def _forward(chan, out, sent):
     return max(end, sent)
 
 
-def _supervise(pidfd, out_r, err_r, deadline, cap, chan):
+DISK_POLL_S = 0.05   # how often a job directory on the host disk is measured
+DISK_ENTRIES = 10000  # more entries than this in a job directory is over its bound too
+
+
+def _over_disk(path, cap):
+    """Whether the tree at `path` holds more than `cap` bytes of blocks or DISK_ENTRIES entries
+    (counted without following links; stops as soon as either bound is passed)."""
+    used, entries, todo = 0, 0, [path]
+    while todo:
+        try:
+            with os.scandir(todo.pop()) as it:
+                for entry in it:
+                    entries += 1
+                    st = entry.stat(follow_symlinks=False)
+                    used += st.st_blocks * 512
+                    if used > cap or entries > DISK_ENTRIES:
+                        return True
+                    if entry.is_dir(follow_symlinks=False):
+                        todo.append(entry.path)
+        except OSError:
+            continue
+    return False
+
+
+def _wait(fds, deadline, disk):
+    """(a final state or None, the ready fds): the deadline passed, the job directory is over its
+    bound, or select returned (after at most DISK_POLL_S when the directory is watched)."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        return "timeout", []
+    if disk is not None and _over_disk(*disk):
+        return "output_limit", []
+    ready, _, _ = select.select(fds, [], [], remaining if disk is None else min(remaining, DISK_POLL_S))
+    return None, ready
+
+
+def _supervise(pidfd, out_r, err_r, deadline, cap, chan, disk=None):
+    """Wait for the job, forwarding its output; `disk` is (job dir, byte bound) where the job dir is
+    on the host's disk (no tmpfs size bounds it): measured every DISK_POLL_S."""
     out, err, sent = [b"", 0], [b"", 0], 0
     fds = [pidfd, out_r, err_r] + ([chan.rfd] if chan else [])
     while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return "timeout", out, err
-        ready, _, _ = select.select(fds, [], [], remaining)
+        state, ready = _wait(fds, deadline, disk)
+        if state:
+            return state, out, err
         for fd, buf, cap_ in ((out_r, out, cap), (err_r, err, 4096)):
             if fd in ready and not _drain(fd, buf, cap_):
                 fds.remove(fd)
@@ -276,8 +332,11 @@ def run_job(cfg, job, chan):
     os.set_blocking(err_r, False)
     pidfd = os.pidfd_open(pid)
     cap = int(job["out_cap"])
+    disk = None if cfg["pidns"] else (cfg["jobdir"], int(cfg["disk_mb"]) << 20)
     state, out, err = _supervise(pidfd, out_r, err_r, start + float(job["timeout_s"]), cap,
-                                 chan if job.get("stream") else None)
+                                 chan if job.get("stream") else None, disk)
+    if state == "exit" and disk is not None and _over_disk(*disk):
+        state = "output_limit"
     wall = time.monotonic() - start
     if state == "exit":
         _, status, usage = os.wait4(pid, 0)
