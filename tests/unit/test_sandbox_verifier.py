@@ -137,3 +137,21 @@ def test_test_sets_shared_across_problems_run_once_without_deadlock():
         assert v.counts["jobs"] == 2 and v.counts["cache_hits"] == 6
     finally:
         v.close()
+
+
+def test_start_banner_names_the_tier_and_why(verifier):
+    """A weaker tier is never silent: the run's first lines say which tier grades and why bwrap
+    does not (a host without /dev/full once moved every job to landlock without a word)."""
+    import torch
+
+    from rlvr.config import Config
+    from rlvr.training.banner import banner
+
+    text = banner(Config(), "cpu", torch.nn.Linear(2, 2), {"code": verifier}, [], [])
+    assert f"  sandbox: {verifier.tier}" in text.splitlines()
+    if probe("landlock").tier == "landlock":
+        forced = CodeVerifier(CodeSpec(tier="landlock", workers=1))
+        try:
+            assert forced.sandbox_line() == "sandbox: landlock (not bwrap: tier landlock asked for)"
+        finally:
+            forced.close()

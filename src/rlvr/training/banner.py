@@ -48,6 +48,7 @@ def banner(cfg: Config, device: Any, policy: Any, verifiers: dict[str, Any], tra
         f"  device: {getattr(device, 'torch', device)} ({precision}); threads: {torch.get_num_threads()}; "
         f"allocator: {host_allocator()}; engine: {cfg.rollout.engine}",
     ]
+    lines += [f"  {v.sandbox_line()}" for v in verifiers.values() if hasattr(v, "sandbox_line")]
     return "\n".join(lines)
 
 

@@ -123,6 +123,11 @@ class CodeVerifier:
     def tier(self) -> str:
         return self.pool.tier
 
+    def sandbox_line(self) -> str:
+        """The start banner's line: which tier runs jobs and, when it is not bwrap, why not."""
+        why = self.pool.caps.reason or f"tier {self.tier} asked for"
+        return f"sandbox: {self.tier}" + (f" (not bwrap: {why})" if self.tier != "bwrap" else "")
+
     def metrics(self) -> dict[str, Any]:
         """Counters for the run's metrics; `sandbox/weak` stays 0: every format runs isolated."""
         return {"sandbox/tier": self.tier, "sandbox/preferred_tier": float(self.tier == "bwrap"),
