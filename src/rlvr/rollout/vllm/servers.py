@@ -36,7 +36,6 @@ import os
 import secrets
 import shutil
 import sys
-import tempfile
 import threading
 from typing import Any, Callable, Sequence
 
@@ -46,7 +45,7 @@ from rlvr.errors import ConfigError
 from rlvr.rollout.base import PromptEncoder, SamplingParams, stamp
 from rlvr.rollout.vllm.engine import engine_options
 from rlvr.rollout.vllm.launch import LocalLauncher, server_gpus, server_python
-from rlvr.rollout.vllm.transport import TRANSPORTS
+from rlvr.rollout.vllm.transport import TRANSPORTS, weights_dir
 from rlvr.rollout.vllm.worker import state_hash
 from rlvr.types import Completion, Group, Problem
 
@@ -109,8 +108,7 @@ class VLLMServerEngine:
         self.sync_metrics: dict[str, float] = {}
         self.version, self.restarts = 0, 0
         self._canary: tuple[list[int], list[int]] | None = None
-        shm = "/dev/shm" if os.path.isdir("/dev/shm") else None   # the weights never touch a disk
-        self.dir = tempfile.mkdtemp(prefix="rlvr-vllm-servers-", dir=shm)
+        self.dir = weights_dir(sum(p.numel() * p.element_size() for p in policy.parameters()))
         self.transport = TRANSPORTS[transport](self.dir)   # `rollout.vllm_transport`
         self.weights = self.transport.path   # the file a server loads ("": no file, NCCL)
         self.options = engine_options(policy, torch.cuda.is_available(), options)

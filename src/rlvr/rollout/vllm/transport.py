@@ -9,8 +9,8 @@ view of the engine, `VLLMServerEngine.share`), `restartable` (whether a fresh se
 the weights by `request` alone) and `path` (the file a server reads, "" when there is none).
 
 - `shm` (`FileTransport`, the default): one safetensors file under the engine's directory (in
-  /dev/shm where it exists), written whole and renamed into place, read by each server's worker.
-  Tested on CPU (tests/engine_vllm). Servers on the trainer's host only.
+  /dev/shm when it has room, `weights_dir`), written whole and renamed into place, read by each
+  server's worker. Tested on CPU (tests/engine_vllm). Servers on the trainer's host only.
 - `nccl` (`NcclTransport`): a process group of the trainer (rank 0) and one worker per server
   (ranks 1..N), made once from a TCP store the trainer hosts; each push sends the names, dtypes and
   shapes in the request and broadcasts every tensor from the trainer's GPU, which each worker
@@ -24,8 +24,57 @@ the weights by `request` alone) and `path` (the file a server reads, "" when the
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
+import tempfile
 from typing import Any, Sequence
+
+log = logging.getLogger(__name__)
+
+
+
+SHM = "/dev/shm"
+DIR_PREFIX = "rlvr-vllm-servers-"
+
+
+def weights_dir(model_bytes: int, shm: str = SHM) -> str:
+    """A fresh directory for the servers' model and weight files: in `shm` (the weights never touch
+    a disk) when it has room for three copies (the model, the weights file, its next version being
+    written), else on the disk's temp directory, said in the log (Docker's default /dev/shm is
+    64 MiB: a 135M-parameter model did not fit and its servers failed to start). Directories that
+    a run which is gone left in `shm` (killed at once, nothing cleaned) are removed first."""
+    if os.path.isdir(shm):
+        sweep_stale(shm)
+        free = shutil.disk_usage(shm).free
+        if free >= 3 * model_bytes + (64 << 20):
+            return tempfile.mkdtemp(prefix=f"{DIR_PREFIX}{os.getpid()}-", dir=shm)
+        log.warning("%s has %d MiB free, the servers' files need about %d MiB: they go to %s "
+                    "instead (a disk, slower; give the container more shared memory, e.g. "
+                    "docker run --shm-size=2g)", shm, free >> 20, (3 * model_bytes) >> 20,
+                    tempfile.gettempdir())
+    return tempfile.mkdtemp(prefix=f"{DIR_PREFIX}{os.getpid()}-")
+
+
+def sweep_stale(shm: str = SHM) -> list[str]:
+    """Remove this user's server directories in `shm` whose run (the pid in the name) is gone."""
+    removed = []
+    for name in os.listdir(shm):
+        pid, mark, _ = name[len(DIR_PREFIX):].partition("-")
+        if not (name.startswith(DIR_PREFIX) and pid.isdigit() and mark):
+            continue
+        path = os.path.join(shm, name)
+        try:
+            if os.lstat(path).st_uid != os.geteuid():
+                continue
+            os.kill(int(pid), 0)
+            continue                       # its run is alive
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+        except OSError:
+            continue                       # gone meanwhile, or a live pid of another user
+    return removed
 
 
 class FileTransport:
