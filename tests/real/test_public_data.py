@@ -44,6 +44,9 @@ def test_gsm8k_in_the_hubs_layout_trains_smollm2_with_no_mapping(tmp_path):
     steps = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in steps if "reward/mean" in r]
     assert len(steps) == 2 and all("reward/math/mean" in r for r in steps)
+    # the preset's chat_template_text: given GSM8K's bare question this instruct model answered
+    # nothing at all (empty completions, reward 0 for every sample, and the run still "passed")
+    assert all(r["completions/mean_length"] > 4 for r in steps)
     questions = {r["question"] for r in rows}
     shown = [json.loads(line)["prompt"] for line in (run / "transcripts.jsonl").read_text().splitlines()]
     assert shown and all(p in questions for p in shown)   # the question column is the prompt
@@ -53,7 +56,14 @@ def test_eval_takes_the_model_names_train_takes(tmp_path):
     data = tmp_path / "gsm8k.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in
                             (json.loads(line) for line in GSM8K.read_text().splitlines()[:2])))
-    proc = _cli("eval", "builtin:smollm2", f"--data={data}", "--n=2", "--k=1", "--temperatures=",
-                "--budgets=", "--max-new-tokens=16", f"--out={tmp_path / 'eval'}")
+    args = ("eval", "builtin:smollm2", f"--data={data}", "--n=2", "--k=1", "--temperatures=",
+            "--budgets=", "--max-new-tokens=16")
+    proc = _cli(*args, "--chat-template-text", f"--out={tmp_path / 'eval'}")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert json.loads((tmp_path / "eval" / "eval.json").read_text())["n_problems"] == 2
+    result = json.loads((tmp_path / "eval" / "eval.json").read_text())
+    assert result["n_problems"] == 2 and result["greedy_mean_length"] > 4
+    # the bare question: no answer at all, and the command says why
+    proc = _cli(*args, f"--out={tmp_path / 'bare'}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads((tmp_path / "bare" / "eval.json").read_text())["greedy_mean_length"] <= 1   # the end token alone
+    assert "--chat-template-text" in proc.stderr

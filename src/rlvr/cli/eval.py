@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -90,6 +91,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=d, help="(0)")
     p.add_argument("--threads", type=int, default=d, help="(0: 1 on <= 2 cores, else cores // 2)")
     p.add_argument("--device", default=d, help="auto | cpu | cuda | cuda:N (bf16 on a GPU)")
+    p.add_argument("--chat-template-text", action="store_true", default=d,
+                   help="plain-text prompts through the chat template, as one user message "
+                        "(model.chat_template_text in training; instruct models need it)")
 
 
 def load_eval_problems(args: EvalCommandConfig):
@@ -106,14 +110,14 @@ def load_eval_problems(args: EvalCommandConfig):
     return problems, verifiers
 
 
-def _load_engine(path: str, device_spec: str = "auto"):
+def _load_engine(path: str, device_spec: str = "auto", template_text: bool = False):
     from rlvr.cli.sft import _device
     from rlvr.models.policy import load_policy
     from rlvr.rollout.hf import HFEngine
 
     device = _device(device_spec)   # load_policy resolves the names `rlvr train` takes (models/resolve.py)
     model, tokenizer = load_policy(path, device=device)
-    return HFEngine(model, tokenizer, device=device)
+    return HFEngine(model, tokenizer, device=device, template_text=template_text)
 
 
 def evaluate_all(engine, problems, verifiers, opts: EvalOptions, args: EvalCommandConfig) -> dict:
@@ -136,8 +140,14 @@ def evaluate_all(engine, problems, verifiers, opts: EvalOptions, args: EvalComma
               "max_new_tokens": args.max_new_tokens, "temperature": args.temperature,
               **{k: v for k, v in asdict(opts).items() if k not in ("ks", "samples")},
               "k": list(opts.ks), "n_samples": opts.samples}
-    result["greedy_accuracy"] = greedy_accuracy(engine, problems, verifiers,
-                                                args.max_new_tokens)["eval/accuracy"]
+    greedy = greedy_accuracy(engine, problems, verifiers, args.max_new_tokens)
+    result["greedy_accuracy"] = greedy["eval/accuracy"]
+    result["greedy_mean_length"] = greedy["eval/mean_length"]
+    if problems and greedy["eval/mean_length"] <= 1 and not args.chat_template_text \
+            and any(isinstance(p.prompt, str) for p in problems):
+        print("warning: the model's greedy answers are empty (the end token alone): its prompts are "
+              "plain text and went in without the chat template; an instruct model needs "
+              "--chat-template-text", file=sys.stderr)
     result.update(sampled_metrics(groups, opts.ks, args.seed))
     result["answers_extracted"] = has_answers(groups)
     result["vote_curve"] = vote_curve(groups, args.seed)
@@ -172,7 +182,7 @@ def run_eval(args: argparse.Namespace) -> int:
     opts = options(cfg)
     set_threads(cfg.threads)
     problems, verifiers = load_eval_problems(cfg)
-    engine = _load_engine(cfg.model, cfg.device)
+    engine = _load_engine(cfg.model, cfg.device, cfg.chat_template_text)
     if opts.budgets:
         marker_ids(engine.tokenizer, opts.answer_marker)  # fail before minutes of sampling
     result = evaluate_all(engine, problems, verifiers, opts, cfg)

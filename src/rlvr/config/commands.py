@@ -77,6 +77,11 @@ class EvalCommandConfig:
     seed: int = 0
     threads: int = 0
     device: str = "auto"                # auto | cpu | cuda | cuda:N (bf16 on a GPU)
+    # plain-text prompts (GSM8K's question, MAWPS's sQuestion) go in as one user message through the
+    # tokenizer's chat template, as `model.chat_template_text` in training; an instruct model given
+    # the bare text often answers nothing at all (SmolLM2-135M-Instruct: an empty answer to every
+    # MAWPS problem)
+    chat_template_text: bool = False
 
 
 Label = Callable[[str], str]
