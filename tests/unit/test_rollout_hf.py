@@ -58,6 +58,18 @@ def test_greedy_decode_equals_transformers_generate(tiny):
         assert group.completions[0].token_ids == out
 
 
+
+def test_temperature_zero_is_greedy_and_a_negative_one_is_refused(tiny):
+    model, tokenizer = tiny
+    engine = HFEngine(model, tokenizer)
+    greedy = engine.generate(PROBLEMS, 2, SamplingParams(max_new_tokens=8, greedy=True), 0)
+    zero = engine.generate(PROBLEMS, 2, SamplingParams(max_new_tokens=8, temperature=0.0), 5)
+    assert [[c.token_ids for c in g.completions] for g in zero] == \
+        [[c.token_ids for c in g.completions] for g in greedy]
+    for bad in (-0.5, float("nan")):
+        with pytest.raises(ValueError, match="temperature"):
+            SamplingParams(temperature=bad)
+
 def _sample(engine, seed, temperature=3.0, max_new=10):
     return engine.generate(PROBLEMS, 6, SamplingParams(temperature=temperature, max_new_tokens=max_new), seed)
 

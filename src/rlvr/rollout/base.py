@@ -35,9 +35,8 @@ The behaviour-policy contract (every engine honours it; the importance-sampling 
   π / μ (`rlvr.config.checks.check_sampling`). Stop strings change no distribution: a row ends
   after the token that completes the first stop string (finish reason "stop"), its tokens and
   log-probs as sampled up to there; the text keeps the stop string with `include_stop_str`.
-  Greedy decoding
-  (`SamplingParams.greedy`, used for evaluation only) records log_softmax(z) at T = 1; those are not
-  behaviour log-probs.
+  Greedy decoding (`SamplingParams.greedy`, or temperature 0; used for evaluation only) records
+  log_softmax(z) at T = 1; those are not behaviour log-probs.
 - `Group.policy_version`: the version last passed to `load_weights` (the number of training
   steps the weights had seen); `Group.seed`: the `seed` argument of the call.
 """
@@ -63,6 +62,14 @@ class SamplingParams:
     stop: tuple[str, ...] = ()   # stop strings: the completion ends after the token completing one
     include_stop_str: bool = False    # keep the stop string in the completion's text
     extra: tuple[tuple[str, Any], ...] = ()   # more keyword arguments for vLLM's SamplingParams
+
+    def __post_init__(self):
+        # temperature 0 is greedy, as in vLLM (it divided the logits by zero: an index past the
+        # vocabulary deep in sampling); a negative or NaN one is no temperature at all
+        if not self.temperature >= 0:
+            raise ValueError(f"SamplingParams.temperature must be >= 0 (0: greedy), got {self.temperature}")
+        if self.temperature == 0 and not self.greedy:
+            object.__setattr__(self, "greedy", True)
 
 
 class RolloutEngine(Protocol):
