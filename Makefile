@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: quickstart quickstart-smollm2 real-model test lint lint-only install install-dev install-gpu venv-vllm venv-ray clean
+.PHONY: quickstart quickstart-smollm2 real-model test lint lint-only install install-dev install-gpu venv-vllm venv-ray docs clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -24,6 +24,17 @@ $(VENV)/.installed-dev: $(VENV)/.installed
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
+
+# The docs site (mkdocs.yml, docs/): MkDocs + Material + mkdocstrings, the `docs` extra (also in `dev`).
+# The reference pages are regenerated from the code first; the build is strict (a warning, such as a
+# broken link, fails it) and offline. Open site/index.html in a browser.
+$(VENV)/.installed-docs: $(VENV)/.installed pyproject.toml
+	$(BIN)/pip install -q -e ".[docs]"
+	touch $@
+
+docs: $(VENV)/.installed-docs
+	PYTHONPATH=src $(BIN)/python docs/gen_reference.py
+	NO_MKDOCS_2_WARNING=1 PYTHONPATH=src $(BIN)/mkdocs build --strict --site-dir site
 
 # A CUDA machine: torch's CUDA build from PyTorch's own index (TORCH_CUDA_INDEX: the CUDA version
 # your driver supports), replacing a CPU build already there, then rlvr with the `gpu` extra
@@ -121,4 +132,4 @@ test: $(VENV)/.installed-dev $(VENV)/.installed-ray $(VENV)/.installed-real $(VL
 	$(VLLM_VENV)/bin/python -m pytest -q tests/engine_vllm
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) runs .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) runs site .mypy_cache .ruff_cache
