@@ -40,16 +40,16 @@ def test_runnable_blocks_run(page, tmp_path):
 
 
 def test_a_failing_block_is_caught(tmp_path):
-    ok = Block("x.md", 1, "rlvr --help >/dev/null\n", 0)
-    broken = Block("x.md", 2, "ls no-such-file\n", 0)
-    refused = Block("x.md", 3, "rlvr train no-such-preset\n", 2)
+    ok = Block("x", 1, "rlvr --help >/dev/null\n", 0)
+    broken = Block("x", 2, "ls no-such-file\n", 0)
+    refused = Block("x", 3, "rlvr train no-such-preset\n", 2)
     assert run(ok, tmp_path).returncode == 0
     assert run(broken, tmp_path).returncode != broken.exit
     assert run(refused, tmp_path).returncode == refused.exit
 
 
 def test_marks_without_a_bash_fence_are_refused(tmp_path):
-    page = tmp_path / "p.md"
+    page = tmp_path / "page.txt"
     page.write_text("<!-- runnable -->\n```yaml\na: 1\n```\n")
     with pytest.raises(ValueError, match="must be followed"):
         blocks(page)
