@@ -18,7 +18,7 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed
-	@echo "installing the dev extras (pytest, TRL, PEFT, reasoning-gym, verifiers, ruff, mypy) and, for make test, Ray into $(VENV) (about 2.4 GB in all)"
+	@echo "installing the dev extras (pytest, TRL, PEFT, reasoning-gym, verifiers, ruff, mypy, MkDocs) and, for make test, Ray into $(VENV) (about 2.4 GB in all)"
 	$(BIN)/pip install -q -e ".[dev]"
 	touch $@
 
@@ -118,8 +118,9 @@ lint-only:
 lint: $(VENV)/.installed-dev $(VENV)/.installed-ray
 	@$(MAKE) --no-print-directory lint-only
 
-# The report test renders report.html in headless Chromium (Debian's package); as root it is
-# installed here when missing, otherwise that one test is skipped with its reason.
+# The report test and the docs site's browser test (tests/docs) render pages in headless Chromium
+# (Debian's package); as root it is installed here when missing, otherwise those tests are skipped
+# with their reason.
 # tests/engine_vllm runs a second time under .venv-vllm (in the main venv it is skipped with its reason).
 # The lint gates come first: they take seconds, the tests take many minutes.
 test: $(VENV)/.installed-dev $(VENV)/.installed-ray $(VENV)/.installed-real $(VLLM_VENV)/.installed \

@@ -417,6 +417,7 @@ def _help(parser: argparse.ArgumentParser) -> str:
 
 def cli_page() -> str:
     os.environ["COLUMNS"] = str(HELP_COLUMNS)      # argparse wraps at the terminal's width
+    os.environ["NO_COLOR"] = "1"                    # Python >= 3.14 colours help on a terminal
     from rlvr.cli.main import build_parser
     from rlvr.verifiers.offline import _parser as verify_parser
 

@@ -12,7 +12,7 @@ import sys
 import typing
 from pathlib import Path
 
-from conftest import ROOT
+ROOT = Path(__file__).resolve().parents[2]
 
 sys.path.insert(0, str(ROOT / "docs"))
 import gen_reference  # noqa: E402
