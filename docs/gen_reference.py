@@ -267,7 +267,10 @@ def _type(f: dataclasses.Field) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Table-cell text: pipes escaped, one line, and `<x>` outside code spans escaped (not HTML)."""
+    parts = text.replace("|", "\\|").replace("\n", " ").split("`")
+    return "`".join(p.replace("<", "&lt;").replace(">", "&gt;") if i % 2 == 0 else p
+                    for i, p in enumerate(parts))
 
 
 def _code(text: str) -> str:
