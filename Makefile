@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: quickstart quickstart-smollm2 real-model test lint lint-only install install-dev install-gpu venv-vllm venv-ray clean
+.PHONY: quickstart quickstart-smollm2 real-model test lint lint-only install install-dev install-gpu venv-vllm venv-ray docs clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -18,12 +18,23 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed
-	@echo "installing the dev extras (pytest, TRL, PEFT, reasoning-gym, verifiers, ruff, mypy) and, for make test, Ray into $(VENV) (about 2.4 GB in all)"
+	@echo "installing the dev extras (pytest, TRL, PEFT, reasoning-gym, verifiers, ruff, mypy, MkDocs) and, for make test, Ray into $(VENV) (about 2.4 GB in all)"
 	$(BIN)/pip install -q -e ".[dev]"
 	touch $@
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
+
+# The docs site (mkdocs.yml, docs/): MkDocs + Material + mkdocstrings, the `docs` extra (also in `dev`).
+# The reference pages are regenerated from the code first; the build is strict (a warning, such as a
+# broken link, fails it) and offline. Open site/index.html in a browser.
+$(VENV)/.installed-docs: $(VENV)/.installed pyproject.toml
+	$(BIN)/pip install -q -e ".[docs]"
+	touch $@
+
+docs: $(VENV)/.installed-docs
+	PYTHONPATH=src $(BIN)/python docs/gen_reference.py
+	NO_MKDOCS_2_WARNING=1 PYTHONPATH=src $(BIN)/mkdocs build --strict --site-dir site
 
 # A CUDA machine: torch's CUDA build from PyTorch's own index (TORCH_CUDA_INDEX: the CUDA version
 # your driver supports), replacing a CPU build already there, then rlvr with the `gpu` extra
@@ -107,8 +118,9 @@ lint-only:
 lint: $(VENV)/.installed-dev $(VENV)/.installed-ray
 	@$(MAKE) --no-print-directory lint-only
 
-# The report test renders report.html in headless Chromium (Debian's package); as root it is
-# installed here when missing, otherwise that one test is skipped with its reason.
+# The report test and the docs site's browser test (tests/docs) render pages in headless Chromium
+# (Debian's package); as root it is installed here when missing, otherwise those tests are skipped
+# with their reason.
 # tests/engine_vllm runs a second time under .venv-vllm (in the main venv it is skipped with its reason).
 # The lint gates come first: they take seconds, the tests take many minutes.
 test: $(VENV)/.installed-dev $(VENV)/.installed-ray $(VENV)/.installed-real $(VLLM_VENV)/.installed \
@@ -121,4 +133,4 @@ test: $(VENV)/.installed-dev $(VENV)/.installed-ray $(VENV)/.installed-real $(VL
 	$(VLLM_VENV)/bin/python -m pytest -q tests/engine_vllm
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) runs .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) runs site .mypy_cache .ruff_cache

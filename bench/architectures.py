@@ -1,8 +1,8 @@
-"""The architecture table in the README: for each family in `rlvr.testing.zoo` (tiny, random init,
-built locally), which decode path the engine takes, the largest |Δ log-prob| of sampled tokens
-against a plain Hugging Face forward (the engine's sampling log-probs, and the update's padded
-recomputation), and how many GRPO steps ran with an optimizer update. The baseline is the plain
-forward measured in the same run. Same functions as tests/integration/test_architectures.py.
+"""The architecture table of docs/results/architectures.md: for each family in `rlvr.testing.zoo`
+(tiny, random init, built locally), which decode path the engine takes, the largest |Δ log-prob|
+of sampled tokens against a plain Hugging Face forward (the engine's sampling log-probs, and the
+update's padded recomputation), and how many GRPO steps ran with an optimizer update. The baseline
+is the plain forward measured in the same run. Same functions as tests/integration/test_architectures.py.
 
     PYTHONPATH=src python bench/architectures.py [--steps 3]
 """

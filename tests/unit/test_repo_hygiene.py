@@ -11,6 +11,7 @@ TOML; this file itself excepted, since it spells the patterns out):
 3. Every `*.md` a file names exists: a path relative to that file's folder or to the repository
    root, or a bare name (`math.md`, as in a layout listing or `ROOT / "docs" / "math.md"`) that
    some file of the repository carries. An absolute `*.md` path never counts as in the repository.
+   `mkdocs.yml` names its pages relative to its `docs_dir`, `docs/`, so there that folder counts too.
    Exceptions: links (`https://...`), and `verdict.md`, which experiments write at run time.
 """
 
@@ -58,6 +59,8 @@ def _cited_file_exists(path: Path, name: str, root: Path, md_names: set[str]) ->
     if name.startswith("/"):
         return False
     if "/" not in name and name in md_names:
+        return True
+    if path.name == "mkdocs.yml" and (path.parent / "docs" / name).is_file():   # nav: docs_dir-relative
         return True
     return (path.parent / name).is_file() or (root / name.removeprefix("./")).is_file()
 
@@ -113,3 +116,10 @@ def test_the_rules_catch_the_cases_they_are_for(tmp_path):
         found = problems_in(src, text, tmp_path, {"notes.md", "README.md"})
         assert len(found) == len(expected), (text, found)
         assert all(e in f for e, f in zip(expected, found)), (text, found)
+    (tmp_path / "docs" / "guide").mkdir()
+    (tmp_path / "docs" / "guide" / "page.md").write_text("")
+    site = tmp_path / "mkdocs.yml"   # the site's nav names pages under docs/, and only it does
+    assert problems_in(site, "  - Guide: guide/page.md\n  - Lost: lost/page.md", tmp_path, set()) == [
+        "mkdocs.yml:2: cites 'lost/page.md', not in the repository"]
+    assert problems_in(src, "# see guide/page.md", tmp_path, set()) == [
+        "pkg/mod.py:1: cites 'guide/page.md', not in the repository"]
