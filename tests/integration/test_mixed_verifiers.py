@@ -52,6 +52,7 @@ def test_mixed_dataset_trains_with_per_verifier_metrics(tmp_path):
         assert r["reward/constraints/accuracy"] == 1.0 and r["reward/format/accuracy"] == 0.0
         assert r["reward/mean"] == pytest.approx(sum(0.2 * r[f"reward/{n}/mean"] for n in names))
         assert r["rewards/quarter/mean"] == 0.25                  # TRL's per-function name
+        assert r["sandbox/preferred_tier"] in (0.0, 1.0)          # the code sandbox's tier, every step
     evals = [r for r in lines if "eval/accuracy" in r]
     # a TRL function has no verdict: reward > 0 counts as correct
     assert evals and all(evals[-1][f"eval/{n}/accuracy"] == (n in ("constraints", "reward_funcs"))

@@ -209,6 +209,8 @@ class RolloutSource:
             metrics.update(result.metrics())
             groups = result.groups
         metrics.update(behaviour_metrics(groups))
+        for verifier in self.verifiers.values():    # per-verifier gauges (the code sandbox's tier)
+            metrics.update(getattr(verifier, "step_metrics", dict)())
         return groups, metrics
 
     def close(self) -> None:

@@ -128,8 +128,13 @@ class CodeVerifier:
         why = self.pool.caps.reason or f"tier {self.tier} asked for"
         return f"sandbox: {self.tier}" + (f" (not bwrap: {why})" if self.tier != "bwrap" else "")
 
+    def step_metrics(self) -> dict[str, float]:
+        """What the trainer logs every step: whether the preferred tier runs (0 on a weaker one:
+        a fallback is visible in metrics.jsonl, not only in the banner and a log line)."""
+        return {"sandbox/preferred_tier": float(self.tier == "bwrap")}
+
     def metrics(self) -> dict[str, Any]:
-        """Counters for the run's metrics; `sandbox/weak` stays 0: every format runs isolated."""
+        """Counters of this verifier's life; `sandbox/weak` stays 0: every format runs isolated."""
         return {"sandbox/tier": self.tier, "sandbox/preferred_tier": float(self.tier == "bwrap"),
                 "sandbox/jobs": self.counts["jobs"],
                 "sandbox/cache_hits": self.counts["cache_hits"], "sandbox/weak": 0}
