@@ -47,7 +47,7 @@ from rlvr.types import Completion, Group, Problem
 
 # Environment for an in-process engine (docs/design/scaleout.md): no engine subprocess, a loopback
 # address; on a CPU only (`engine_env`), a bounded KV cache (otherwise the CPU worker reserves most
-# of RAM). Servers on a CPU also get one thread per op (`vllm_launch.server_env`).
+# of RAM). Servers on a CPU also get one thread per op (`rollout.vllm.launch.server_env`).
 _ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_HOST_IP": "127.0.0.1"}
 _CPU_ENV = {**_ENV, "VLLM_CPU_KVCACHE_SPACE": "1"}
 # The share of a GPU a colocated engine takes (`gpu_memory_utilization`, vLLM's default 0.9 would

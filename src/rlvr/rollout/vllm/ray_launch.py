@@ -1,6 +1,6 @@
 """vLLM servers placed by Ray (`rollout.engine: vllm_server` with `rollout.ray_address`).
 
-`RayLauncher` offers the launcher members `VLLMServerEngine` uses (`vllm_launch.LocalLauncher`'s:
+`RayLauncher` offers the launcher members `VLLMServerEngine` uses (`rollout.vllm.launch.LocalLauncher`'s:
 spawn, ready, kill, stop, pid). Each server is started by a small Ray actor (`ServerHost`) in its
 own bundle of one placement group (1 GPU per server where the cluster has enough, else 1 CPU),
 and that actor runs the server as a process of its own on its node, under the server interpreter
