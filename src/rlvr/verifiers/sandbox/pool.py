@@ -33,7 +33,8 @@ from rlvr.verifiers.sandbox import cgroup, wipe
 from rlvr.verifiers.sandbox.probe import Capabilities, bwrap_args, probe
 
 log = logging.getLogger(__name__)
-INSIDE_FILES = ("zygote.py", "driver.py", "codec.py", "seccomp.py", "landlock.py", "wipe.py")
+INSIDE_FILES = ("zygote.py", "driver.py", "codec.py", "seccomp.py", "landlock.py", "wipe.py",
+                "diskwatch.py")
 READ_PATHS = ["/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache", "/etc/alternatives",
               "/etc/localtime"]
 GRACE_S = 3.0

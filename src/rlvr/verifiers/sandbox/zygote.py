@@ -28,6 +28,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import codec  # noqa: E402
+import diskwatch  # noqa: E402
 import driver  # noqa: E402
 import landlock  # noqa: E402
 import seccomp  # noqa: E402
@@ -192,45 +193,23 @@ def _forward(chan, out, sent):
     return max(end, sent)
 
 
-DISK_POLL_S = 0.05   # how often a job directory on the host disk is measured
-DISK_ENTRIES = 10000  # more entries than this in a job directory is over its bound too
-
-
-def _over_disk(path, cap):
-    """Whether the tree at `path` holds more than `cap` bytes of blocks or DISK_ENTRIES entries
-    (counted without following links; stops as soon as either bound is passed)."""
-    used, entries, todo = 0, 0, [path]
-    while todo:
-        try:
-            with os.scandir(todo.pop()) as it:
-                for entry in it:
-                    entries += 1
-                    st = entry.stat(follow_symlinks=False)
-                    used += st.st_blocks * 512
-                    if used > cap or entries > DISK_ENTRIES:
-                        return True
-                    if entry.is_dir(follow_symlinks=False):
-                        todo.append(entry.path)
-        except OSError:
-            continue
-    return False
-
-
 def _wait(fds, deadline, disk):
     """(a final state or None, the ready fds): the deadline passed, the job directory is over its
-    bound, or select returned (after at most DISK_POLL_S when the directory is watched)."""
-    remaining = deadline - time.monotonic()
+    bound, or select returned (by the next measurement at the latest when the directory is watched)."""
+    now = time.monotonic()
+    remaining = deadline - now
     if remaining <= 0:
         return "timeout", []
-    if disk is not None and _over_disk(*disk):
+    if disk is not None and disk.over(now):
         return "output_limit", []
-    ready, _, _ = select.select(fds, [], [], remaining if disk is None else min(remaining, DISK_POLL_S))
+    ready, _, _ = select.select(fds, [], [], remaining if disk is None
+                                else disk.timeout(time.monotonic(), remaining))
     return None, ready
 
 
 def _supervise(pidfd, out_r, err_r, deadline, cap, chan, disk=None):
-    """Wait for the job, forwarding its output; `disk` is (job dir, byte bound) where the job dir is
-    on the host's disk (no tmpfs size bounds it): measured every DISK_POLL_S."""
+    """Wait for the job, forwarding its output; `disk` is a `diskwatch.DiskWatch` where the job
+    directory is on the host's disk."""
     out, err, sent = [b"", 0], [b"", 0], 0
     fds = [pidfd, out_r, err_r] + ([chan.rfd] if chan else [])
     while True:
@@ -332,10 +311,10 @@ def run_job(cfg, job, chan):
     os.set_blocking(err_r, False)
     pidfd = os.pidfd_open(pid)
     cap = int(job["out_cap"])
-    disk = None if cfg["pidns"] else (cfg["jobdir"], int(cfg["disk_mb"]) << 20)
+    disk = None if cfg["pidns"] else diskwatch.DiskWatch(cfg["jobdir"], int(cfg["disk_mb"]) << 20)
     state, out, err = _supervise(pidfd, out_r, err_r, start + float(job["timeout_s"]), cap,
                                  chan if job.get("stream") else None, disk)
-    if state == "exit" and disk is not None and _over_disk(*disk):
+    if state == "exit" and disk is not None and diskwatch.over_disk(disk.path, disk.cap):
         state = "output_limit"
     wall = time.monotonic() - start
     if state == "exit":
