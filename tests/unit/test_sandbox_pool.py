@@ -75,10 +75,14 @@ def test_root_confines_each_zygote_tree_in_a_memory_cgroup(tier):
     if os.geteuid() != 0:
         pytest.skip("cgroups are only used when the grader is root")
     # rlimits allow 8 x 100 MB (each under the 128 MB address-space cap); the cgroup allows 512 MB.
-    hog = ("import os, time\nfor _ in range(8):\n    if os.fork() == 0:\n"
-           "        x = bytearray(100 << 20)\n        time.sleep(5)\n        os._exit(0)\n"
-           "time.sleep(1.2)\ndef f():\n    return 1\n")
-    with SandboxPool(1, timeout_s=2.0, mem_mb=128) as pool:
+    # The job waits until every child has its 100 MB or is gone (each writes a byte and closes its
+    # end; a child the cgroup kills closes it by dying): a fixed sleep let a loaded machine end the
+    # job before enough children had allocated (failcnt 0 in a CI run under load).
+    hog = ("import os, time\nr, w = os.pipe()\nfor _ in range(8):\n    if os.fork() == 0:\n"
+           "        os.close(r)\n        x = bytearray(100 << 20)\n        os.write(w, b'x')\n"
+           "        os.close(w)\n        time.sleep(10)\n        os._exit(0)\n"
+           "os.close(w)\nwhile os.read(r, 8):\n    pass\ndef f():\n    return 1\n")
+    with SandboxPool(1, timeout_s=6.0, mem_mb=128) as pool:
         pool.start()
         dirs = pool._idle.queue[0].cgroups
         if not dirs:
