@@ -15,7 +15,8 @@ from rlvr.models.device import Device
 from rlvr.models.policy import BUILTIN_TINY, BUILTIN_TINY_ASCII, load_policy
 from rlvr.models.tiny import build_model
 from rlvr.training import forward
-from rlvr.training.teacher import Teacher, load_teacher, row_chunks, same_vocabulary
+from rlvr.training.plan import split_rows
+from rlvr.training.teacher import Teacher, load_teacher, same_vocabulary
 from rlvr.training.update import Compute, UpdateSpec, update_policy
 from rlvr.types import Completion, Group, Problem
 
@@ -102,7 +103,7 @@ def test_teacher_logprobs_are_log_softmax_at_the_rollout_temperature(tiny):
 
 def test_teacher_micro_batches_give_the_one_pass_values(tiny):
     batch = _batch()
-    assert [len(c) for c in row_chunks(batch, 2 * 7)] == [2, 1]     # 3 + 4 columns per row
+    assert [len(c) for c in split_rows(len(batch), 3 + 4, 2 * 7)] == [2, 1]   # 3 + 4 columns per row
     teacher = Teacher(copy.deepcopy(tiny), Device.cpu())
     one, parts = teacher.logprobs(batch, 1.0), teacher.logprobs(batch, 1.0, micro_batch_tokens=7)
     keep = batch.completion_mask.bool()

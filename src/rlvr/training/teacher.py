@@ -29,6 +29,7 @@ from rlvr.errors import UserError
 from rlvr.models.batch import Batch
 from rlvr.models.device import Device
 from rlvr.training import forward
+from rlvr.training.plan import split_rows
 from rlvr.training.update import Compute
 
 
@@ -66,20 +67,12 @@ class Teacher:
         device; micro-batched by rows so each forward holds at most `micro_batch_tokens` padded
         tokens (the update's budget; 0: one forward)."""
         home = batch.completion_ids.device
+        width = batch.prompt_ids.shape[1] + batch.completion_ids.shape[1]
         out = []
-        for rows in row_chunks(batch, micro_batch_tokens):
-            part = batch.rows(rows).to(self.device)
+        for rows in split_rows(len(batch), width, micro_batch_tokens):
+            part = (batch if rows is None else batch.rows(rows)).to(self.device)
             out.append(self._forward(part, temperature)[0].float().to(home))
         return torch.cat(out)
-
-
-def row_chunks(batch: Batch, tokens: int) -> list[torch.Tensor]:
-    """Row indices in order, each chunk's padded size (rows × (Tp + Tc)) at most `tokens` (one row
-    at least); tokens 0: all rows at once."""
-    n = len(batch)
-    width = batch.prompt_ids.shape[1] + batch.completion_ids.shape[1]
-    per = n if tokens <= 0 else max(1, tokens // max(width, 1))
-    return [torch.arange(i, min(i + per, n)) for i in range(0, n, per)]
 
 
 def load_teacher(cfg, student_tokenizer, run_device: Device) -> Teacher | None:
