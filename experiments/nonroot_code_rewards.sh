@@ -35,7 +35,7 @@ chown -R $U $W
 MON=$!
 set +e
 ROOT_MODE=$(stat -c %a /root); chmod o+x /root; trap "chmod $ROOT_MODE /root" EXIT
-runuser -u $U -- env HOME=/home/$U OMP_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false \
+runuser -u $U -- env HOME="$(getent passwd "$U" | cut -d: -f6)" OMP_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false \
   PYTHONPATH=$SRC $REPO/.venv-vllm/bin/python -m rlvr.cli train $W/cfg.yaml > $W/train.log 2>&1
 RC=$?
 kill $MON
