@@ -2,7 +2,7 @@
 AddSub, SingleEq as their authors ship them), evaluated before and after on held-out splits of
 each set (issue 47, part 1).
 
-    python -m experiments.public_math [data=../shared/data] [steps=36] [seed=0] [heldout=100]
+    python -m experiments.public_math [data=../shared/data] [steps=36] [seed=0] [heldout=100] [max_new=0]
 
 Splits are made here, by problem: each set's held-out problems are drawn by seed, and a problem
 whose question (lower-cased, spaces collapsed) is held out in any set is removed from every
@@ -81,17 +81,19 @@ def split(data: Path, out: Path, heldout: int, seed: int) -> dict[str, dict[str,
     return sizes
 
 
-def config(out: Path, steps: int, seed: int, sizes: dict) -> Path:
+def config(out: Path, steps: int, seed: int, name: str, max_new: int) -> Path:
     cfg = yaml.safe_load(PRESET.read_text())
     cfg["seed"] = seed
-    cfg["run"]["dir"] = str(out / f"run_s{seed}")
+    cfg["run"]["dir"] = str(out / name)
+    if max_new:
+        cfg["rollout"]["max_new_tokens"] = max_new
     cfg["data"] = {"task": "", "prompt_template": "{prompt}" + INSTRUCTION, "verifier": "math",
                    "eval_path": str(out / "data" / "held_multiarith.jsonl"), "heldout_size": 100,
                    "mix": [{"path": str(out / "data" / f"{n}{Path(rel).suffix}"), "name": n}
                            for n, rel in SETS.items()]}
     cfg["curriculum"] = {"enabled": True}
     cfg["grpo"]["steps"] = steps
-    path = out / "train.yaml"
+    path = out / f"{name}.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return path
 
@@ -102,7 +104,8 @@ def evaluate(model: str, out: Path, tag: str) -> dict[str, dict]:
         dest = out / f"eval_{tag}_{name}"
         subprocess.run([*RLVR, "eval", model, "--data", str(out / "data" / f"held_{name}.jsonl"),
                         "--k", "1,4", "--samples", "4", "--temperature", "0.7", "--temperatures", "",
-                        "--budgets", "", "--max-new-tokens", "96", "--chat-template-text", "--out", str(dest)], check=True)
+                        "--budgets", "", "--max-new-tokens", "96", "--chat-template-text", "--out", str(dest)],
+                       check=True)
         scores[name] = json.loads((dest / "eval.json").read_text())
     return scores
 
@@ -133,6 +136,8 @@ def main(argv: list[str]) -> None:
     data = Path(args.get("data", "../shared/data"))
     steps, seed, heldout = int(args.get("steps", 36)), int(args.get("seed", 0)), int(args.get("heldout", 100))
     stage = args.get("stage", "all")          # before: the split and the untrained model's evals only
+    max_new = int(args.get("max_new", 0))     # rollout.max_new_tokens (0: the preset's 64)
+    name = f"run_s{seed}" + (f"_t{max_new}" if max_new else "")
     out = ROOT / "public_math"                 # one split (seed 0) for every training seed
     sizes = split(data, out, heldout, 0)
     say(f"splits: {sizes}")
@@ -140,19 +145,20 @@ def main(argv: list[str]) -> None:
     if stage == "before":
         return
     t0 = time.perf_counter()
-    subprocess.run([*RLVR, "train", str(config(out, steps, seed, sizes))], check=True)
+    subprocess.run([*RLVR, "train", str(config(out, steps, seed, name, max_new))], check=True)
     train_s = time.perf_counter() - t0
-    after = _cached_eval(str(out / f"run_s{seed}" / "final"), out, f"after_s{seed}")
-    metrics = [json.loads(line) for line in (out / f"run_s{seed}" / "metrics.jsonl").read_text().splitlines()]
+    after = _cached_eval(str(out / name / "final"), out, f"after_{name[4:]}")
+    metrics = [json.loads(line) for line in (out / name / "metrics.jsonl").read_text().splitlines()]
     steps_rows = [m for m in metrics if "reward/mean" in m]
     b, a = {n: _pick(before[n]) for n in SETS}, {n: _pick(after[n]) for n in SETS}
-    lines = [f"# public_math seed {seed}, {steps} steps", "", f"splits: {json.dumps(sizes)}",
+    lines = [f"# public_math seed {seed}, {steps} steps, max_new_tokens {max_new or 'preset'}", "",
+             f"splits: {json.dumps(sizes)}",
              f"training wall {train_s:.0f} s (rlvr train, including its start and final eval)", "",
              "| set | metric | before | after |", "| --- | --- | --- | --- |"]
     for n in SETS:
         for k in ("greedy_accuracy", "pass@1", "pass@4", "maj@4"):
             lines.append(f"| {n} | {k} | {b[n][k]:.3f} | {a[n][k]:.3f} |")
-    write_verdict(f"public_math_s{seed}", {"sizes": sizes, "train_seconds": round(train_s, 1), "before": b,
+    write_verdict(f"public_math_{name[4:]}", {"sizes": sizes, "train_seconds": round(train_s, 1), "before": b,
                                            "after": a, "steps": steps_rows}, lines,
                   lambda p: plot_panels(p, [
                       ("reward/mean", {"train": [(m["step"], m["reward/mean"]) for m in steps_rows]}),
