@@ -26,7 +26,7 @@ def shm():
 
 def test_full_shared_memory_falls_back_to_disk_with_a_warning(shm, caplog):
     need = shutil.disk_usage(shm).free   # three copies of this cannot fit
-    with caplog.at_level(logging.WARNING, logger="rlvr.rollout.vllm.servers"):
+    with caplog.at_level(logging.WARNING, logger="rlvr.rollout.vllm.transport"):
         path = weights_dir(need, shm)
     try:
         assert os.path.dirname(path) == tempfile.gettempdir()

@@ -135,8 +135,7 @@ class CodeVerifier:
 
     def metrics(self) -> dict[str, Any]:
         """Counters of this verifier's life; `sandbox/weak` stays 0: every format runs isolated."""
-        return {"sandbox/tier": self.tier, "sandbox/preferred_tier": float(self.tier == "bwrap"),
-                "sandbox/jobs": self.counts["jobs"],
+        return {"sandbox/tier": self.tier, **self.step_metrics(), "sandbox/jobs": self.counts["jobs"],
                 "sandbox/cache_hits": self.counts["cache_hits"], "sandbox/weak": 0}
 
     def check_reference(self, problem: Problem) -> None:

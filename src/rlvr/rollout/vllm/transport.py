@@ -32,8 +32,6 @@ from typing import Any, Sequence
 
 log = logging.getLogger(__name__)
 
-
-
 SHM = "/dev/shm"
 DIR_PREFIX = "rlvr-vllm-servers-"
 

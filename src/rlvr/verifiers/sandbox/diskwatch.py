@@ -39,15 +39,14 @@ class DiskWatch:
     1,300 nested directories every 50 ms took a correct job past its deadline on a busy machine)."""
 
     def __init__(self, path, cap):
-        self.path, self.cap, self.due, self.wait = path, cap, 0.0, DISK_POLL_S
+        self.path, self.cap, self.due = path, cap, 0.0
 
     def over(self, now):
         if now < self.due:
             return False
         over = over_disk(self.path, self.cap)
         cost = time.monotonic() - now
-        self.wait = max(DISK_POLL_S, cost / DISK_POLL_SHARE)
-        self.due = now + cost + self.wait
+        self.due = now + cost + max(DISK_POLL_S, cost / DISK_POLL_SHARE)
         return over
 
     def timeout(self, now, remaining):

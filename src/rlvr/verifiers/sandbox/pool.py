@@ -120,12 +120,11 @@ class Zygote:
         cgroup.attach(self.cgroups, cgroup.tree(pid))
         if not self.cgroups and not _SAID["no_cgroup"]:
             _SAID["no_cgroup"] = True
-            memory, pids = self.cgroup_limits
             log.warning("sandbox: no cgroup for the zygotes here (%s): a job's memory is bounded "
-                        "per process only (RLIMIT_AS), so a job tree may hold up to %d processes "
-                        "of that size; run the grader as root on cgroup v2 for the %d MiB "
-                        "aggregate bound", "not root" if os.geteuid() else "cgroup v2 not writable",
-                        pids - 16, memory >> 20)
+                        "per process only (RLIMIT_AS), not summed over its processes; run the "
+                        "grader as root on cgroup v2 for the %d MiB aggregate bound",
+                        "not root" if os.geteuid() else "cgroup v2 not writable",
+                        self.cgroup_limits[0] >> 20)
 
     def _read_line(self, deadline: float) -> dict | None:
         fd = self._pipes()[2].fileno()
