@@ -70,13 +70,15 @@ def test_two_ranks_match_one_process(tmp_path, mode, one_process_update):
 
 def test_two_ranks_with_a_distillation_teacher_match_one_process(tmp_path, one_process_update):
     """GRPO + on-policy distillation (coef 1, a teacher of another seed): 2 DDP ranks give the
-    one-process first-step loss and gradients (each rank scores all rows it holds). distill/kl, like
-    every statistic, is the mean of the ranks' own means, so it is not compared."""
+    one-process first-step loss and gradients, each rank's teacher scoring only its half of the
+    rows (the ranks exchange them). distill/kl, like every statistic, is the mean of the ranks' own
+    means, so it is not compared."""
     ref, out = tmp_path / "ref.pt", tmp_path / "ddp.pt"
     _run([sys.executable, str(HERE / "update_worker.py"), "none", str(ref), "1", "0", "1"])
     _run(_torchrun(str(HERE / "update_worker.py"), "ddp", str(out), "1", "0", "1"))
     ref, got = torch.load(ref), torch.load(out)
     assert ref["distill_kl"] is not None and ref["loss"] != one_process_update["loss"]   # the teacher acted
+    assert ref["teacher_rows"] == [8] and got["teacher_rows"] == [4, 4]
     assert got["loss"] == pytest.approx(ref["loss"], rel=1e-5)
     worst = max(float((got["grads"][k] - ref["grads"][k]).abs().max()) for k in ref["grads"])
     assert worst < 1e-6, worst

@@ -2,8 +2,9 @@
 
 Usage: python update_worker.py MODE OUT [MU MINIBATCH [TEACHER]]   (MODE: none | ddp | fsdp2; MU
 passes over minibatches of MINIBATCH rows, default 1 and 0 = the whole batch; TEACHER 1: on-policy
-distillation with coef 1 from a tiny Llama of another seed, added to the GRPO loss). Rank 0 writes
-the loss, grad norm and full (unsharded) gradients to OUT; SGD with lr 0 leaves the weights unchanged, so the
+distillation with coef 1 from a tiny Llama of another seed, added to the GRPO loss; with
+RLVR_TEACHER_URL set, that teacher is the vLLM server there, key in RLVR_VLLM_AUTHKEY). Rank 0 writes
+the loss, grad norm, full (unsharded) gradients and the rows each rank's teacher scored to OUT; SGD with lr 0 leaves the weights unchanged, so the
 gradients left on the parameters are the last optimizer step's, after clipping.
 """
 
@@ -32,6 +33,29 @@ def fixed_batch(vocab: int) -> Batch:
                  torch.zeros(rows, tc))
 
 
+class Counted:
+    """A teacher that counts the rows it is asked to score (each rank's share under torchrun)."""
+
+    def __init__(self, inner):
+        self.inner, self.rows = inner, 0
+
+    def logprobs(self, batch, *args):
+        self.rows += len(batch)
+        return self.inner.logprobs(batch, *args)
+
+
+def _teacher():
+    import os
+
+    if os.environ.get("RLVR_TEACHER_URL"):
+        from rlvr.rollout.vllm.servers import _by_url
+        from rlvr.training.teacher import ServerTeacher
+        return ServerTeacher(_by_url([os.environ["RLVR_TEACHER_URL"]])[0])
+    from rlvr.models.device import Device
+    from rlvr.training.teacher import Teacher
+    return Teacher(load_policy("builtin:tiny-llama", seed=1)[0], Device.cpu())
+
+
 def main(mode: str, out: str, mu: int = 1, minibatch: int = 0, distill: int = 0) -> None:
     torch.manual_seed(0)
     model, _ = load_policy("builtin:tiny-llama", seed=0)
@@ -49,18 +73,18 @@ def main(mode: str, out: str, mu: int = 1, minibatch: int = 0, distill: int = 0)
     batch = fixed_batch(model.config.vocab_size)
     teacher = None
     if distill:
-        from rlvr.models.device import Device
-        from rlvr.training.teacher import Teacher
-        teacher = Teacher(load_policy("builtin:tiny-llama", seed=1)[0], Device.cpu())
+        teacher = Counted(_teacher())
     stats = update_policy(train_model, optimizer, batch, spec, dp=dp,
                           generator=torch.Generator().manual_seed(5), teacher=teacher)
+    scored = teacher.rows if teacher else 0
+    scored = dp.all_gather(scored) if dp else [scored]
     grads = {}
     for name, p in train_model.named_parameters():
         grad = p.grad.full_tensor() if hasattr(p.grad, "full_tensor") else p.grad
         grads[name.removeprefix("module.")] = grad.detach().clone()
     if dp is None or dp.rank == 0:
         torch.save({"loss": stats["loss"], "grad_norm": stats["grad_norm"], "grads": grads,
-                    "distill_kl": stats.get("distill/kl")}, out)
+                    "distill_kl": stats.get("distill/kl"), "teacher_rows": scored}, out)
     if dp is not None:
         dp.close()
 

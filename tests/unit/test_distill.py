@@ -145,3 +145,26 @@ def test_update_with_teacher_equal_to_student_does_not_move_a_pure_distillation_
     stats, moved = _run(tiny, Teacher(other, Device.cpu()), spec)
     assert stats["distill/kl"] != 0.0 and moved > 0.0
     assert stats["distill/teacher_logp"] < 0.0 and stats["distill/student_logp"] < 0.0
+
+
+def test_a_vllm_teacher_needs_temperature_1_and_a_url_needs_the_engine():
+    from rlvr import config as config_mod
+    from rlvr.errors import ConfigError
+
+    base = config_mod.PRESETS / "quickstart.yaml"
+    ok = config_mod.load(base, ["distill.engine=vllm_server", "distill.vllm_url=127.0.0.1:9"])
+    assert ok.distill.enabled
+    with pytest.raises(ConfigError, match="distill.engine=vllm_server: needs rollout.temperature=1"):
+        config_mod.load(base, ["distill.engine=vllm_server", "distill.teacher=x", "rollout.temperature=0.7"])
+    with pytest.raises(ConfigError, match="distill.vllm_url: used by distill.engine=vllm_server only"):
+        config_mod.load(base, ["distill.vllm_url=127.0.0.1:9"])
+
+
+def test_sequences_drop_the_padding_and_mark_where_completions_start():
+    from rlvr.models.batch import Batch
+    from rlvr.training.teacher import sequences
+
+    batch = Batch(torch.tensor([[0, 5, 6], [7, 8, 9]]), torch.tensor([[0, 1, 1], [1, 1, 1]]),
+                  torch.tensor([[1, 2, 0], [3, 0, 0]]), torch.tensor([[1, 1, 0], [1, 0, 0]]),
+                  torch.zeros(2), torch.zeros(2, 3))
+    assert sequences(batch) == ([[5, 6, 1, 2], [7, 8, 9, 3]], [2, 3])

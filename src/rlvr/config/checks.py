@@ -46,9 +46,17 @@ def check_config(cfg: Any) -> None:
     if cfg.grpo.policy_loss == "cispo" and cfg.grpo.dual_clip:
         raise ConfigError("grpo.dual_clip: not used by grpo.policy_loss=cispo (its weight is capped "
                           "at 1 + grpo.eps_high); set grpo.dual_clip=0")
-    if cfg.distill.only and (not cfg.distill.teacher or cfg.distill.coef == 0):
-        raise ConfigError("distill.only: pure distillation needs distill.teacher and distill.coef > 0 "
+    if cfg.distill.only and (not cfg.distill.enabled or cfg.distill.coef == 0):
+        raise ConfigError("distill.only: pure distillation needs distill.teacher (or distill.vllm_url) and "
+                          "distill.coef > 0 "
                           "(else the loss has no term left)")
+    if cfg.distill.engine == "vllm_server" and cfg.distill.enabled and cfg.rollout.temperature != 1.0:
+        raise ConfigError(f"distill.engine=vllm_server: needs rollout.temperature=1 (it is "
+                          f"{cfg.rollout.temperature}): a vLLM server returns the teacher's temperature-1 "
+                          "log-probs of given ids; use distill.engine=hf for another temperature")
+    if cfg.distill.vllm_url and cfg.distill.engine != "vllm_server":
+        raise ConfigError("distill.vllm_url: used by distill.engine=vllm_server only; set that, "
+                          "or drop the url")
 
 
 def check_data_source(data: Any) -> None:

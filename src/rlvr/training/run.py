@@ -141,6 +141,8 @@ class Run:
     def finish(self, wall_seconds: float) -> dict[str, Any]:
         model_state = self.state.model_state()
         self.source.close()
+        if hasattr(self.state.teacher, "close"):   # a teacher server (distill.engine: vllm_server)
+            self.state.teacher.close()
         if not self.is_main:
             self.dp.barrier()
             self.dp.close()

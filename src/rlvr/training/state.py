@@ -93,7 +93,7 @@ def update_spec(cfg: Config) -> UpdateSpec:
                     kl_fn=KL_ESTIMATORS[g.kl_estimator], agg_fn=AGGREGATIONS[g.loss_agg],
                     entropy_coef=g.entropy_coef, log_ratio_fn=RATIO_LEVELS[g.ratio_level],
                     policy_fn=POLICY_LOSSES[g.policy_loss], top_entropy_quantile=g.top_entropy_quantile,
-                    distill_coef=cfg.distill.coef if cfg.distill.teacher else 0.0,
+                    distill_coef=cfg.distill.coef if cfg.distill.enabled else 0.0,
                     distill_only=cfg.distill.only)
     return UpdateSpec(loss=loss.with_budget(generation_budget(cfg)), temperature=cfg.rollout.temperature,
                       mu=g.mu, minibatch_size=g.minibatch_size, grad_clip=g.grad_clip,

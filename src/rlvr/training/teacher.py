@@ -16,6 +16,14 @@ Guaranteed: one no-grad pass per update over the update's rows (cached for all i
 μ passes: the completions do not change within a step), split into micro-batches of at most
 `micro_batch_tokens` padded tokens (0: one pass). Not guaranteed: that ids beyond the teacher's
 embedding table are scored (the vocabularies are equal, so the engine never samples one).
+
+`distill.engine: vllm_server` puts the teacher in a vLLM server process (`rollout.vllm.server`, its
+"score" request: the prompt log-probs of given ids), so a large teacher lives on GPUs of its own:
+started here from `distill.teacher` (one GPU after the trainer's and the rollout servers'; on a
+CPU, a process of its own), or the running server at `distill.vllm_url`. Its log-probs are vLLM's
+temperature-1 prompt log-probs, so it needs rollout.temperature 1 (checked when the config
+loads). Under torchrun each rank scores only its share of the update's rows (rows rank, rank +
+world, ...) and the ranks exchange them (`score_rows`), with either kind of teacher.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from typing import Any
 
 import torch
 
-from rlvr.errors import UserError
+from rlvr.errors import ConfigError, UserError
 from rlvr.models.batch import Batch
 from rlvr.models.device import Device
 from rlvr.training import forward
@@ -75,12 +83,77 @@ class Teacher:
         return torch.cat(out)
 
 
-def load_teacher(cfg, student_tokenizer, run_device: Device) -> Teacher | None:
+def sequences(batch: Batch) -> tuple[list[list[int]], list[int]]:
+    """Each row's prompt + completion ids without padding, and where its completion starts."""
+    seqs, starts = [], []
+    for p_ids, p_mask, c_ids, c_mask in zip(batch.prompt_ids.tolist(), batch.prompt_mask.tolist(),
+                                            batch.completion_ids.tolist(), batch.completion_mask.tolist()):
+        prompt = [t for t, m in zip(p_ids, p_mask) if m]
+        seqs.append(prompt + [t for t, m in zip(c_ids, c_mask) if m])
+        starts.append(len(prompt))
+    return seqs, starts
+
+
+class ServerTeacher:
+    """The teacher in a vLLM server process: one "score" request per call, on a connection of its
+    own (a server serves one client at a time, so ranks sharing it must hang up between calls),
+    answered with the temperature-1 log-probs of each row's completion ids (0 on padding)."""
+
+    def __init__(self, server, launcher=None, workdir: str = ""):
+        self.server, self.launcher, self.workdir = server, launcher, workdir
+
+    def logprobs(self, batch: Batch, temperature: float, micro_batch_tokens: int = 0) -> torch.Tensor:
+        if temperature != 1.0:   # the config check refuses it first; a direct caller gets this
+            raise ValueError(f"a vLLM server teacher scores at temperature 1, not {temperature}")
+        seqs, starts = sequences(batch)
+        try:
+            reply = self.server.ask({"op": "score", "seqs": seqs, "starts": starts})
+        finally:   # a server serves one connection at a time: torchrun's ranks take turns
+            self.server.close()
+        out = torch.zeros(batch.completion_ids.shape, dtype=torch.float32)
+        for i, row in enumerate(reply["logprobs"]):
+            out[i, :len(row)] = torch.tensor(row, dtype=torch.float32)
+        return out.to(batch.completion_ids.device)
+
+    def close(self) -> None:
+        import shutil
+
+        if self.launcher is not None:
+            try:
+                self.server.ask({"op": "stop"})
+            except (OSError, EOFError, RuntimeError, ValueError):
+                pass        # gone already: stop() below waits for it or kills it
+            self.server.close()
+            self.launcher.stop(self.server.handle)
+        else:
+            self.server.close()
+        if self.workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def score_rows(teacher, work: Batch, temperature: float, micro_batch_tokens: int = 0,
+               dp=None) -> torch.Tensor:
+    """The teacher's [B, Tc] log-probs of `work`. Under torchrun (`dp`) every rank holds all rows
+    and scores only rows rank, rank + world, ...; one all-gather gives each rank the whole."""
+    if dp is None or dp.world == 1:
+        return teacher.logprobs(work, temperature, micro_batch_tokens)
+    mine = torch.arange(len(work))[dp.rank::dp.world]
+    part = (teacher.logprobs(work.rows(mine), temperature, micro_batch_tokens).cpu() if len(mine)
+            else torch.zeros(0, work.completion_ids.shape[1]))
+    out = torch.zeros(work.completion_ids.shape, dtype=part.dtype)
+    for rank, rows in enumerate(dp.all_gather(part)):
+        out[rank::dp.world] = rows
+    return out.to(work.completion_ids.device)
+
+
+def load_teacher(cfg, student_tokenizer, run_device: Device) -> Teacher | ServerTeacher | None:
     """The teacher of `cfg.distill` (None when distill.teacher is empty), checked against the
     student's tokenizer; a mismatch is refused by name (UserError, exit 2)."""
     d = cfg.distill
-    if not d.teacher:
+    if not d.enabled:
         return None
+    if d.engine == "vllm_server":
+        return _server_teacher(cfg, student_tokenizer)
     from rlvr.models.policy import load_policy
 
     device = run_device if not d.device else Device.resolve(d.device, run_device.bf16)
@@ -88,8 +161,107 @@ def load_teacher(cfg, student_tokenizer, run_device: Device) -> Teacher | None:
         model, tokenizer = load_policy(d.teacher, cfg.model.dtype, cfg.seed, device)
     except UserError as exc:
         raise UserError(f"distill.teacher: {exc}") from None
-    differs = same_vocabulary(student_tokenizer, tokenizer)
-    if differs:
-        raise UserError(f"distill.teacher {d.teacher!r}: its tokenizer is not the student's "
-                        f"({cfg.model.path!r}): {differs}; on-policy distillation needs the same vocabulary")
+    _check_vocabulary(cfg, student_tokenizer, tokenizer)
     return Teacher(model, device)
+
+
+def _check_vocabulary(cfg, student_tokenizer, teacher_tokenizer) -> None:
+    differs = same_vocabulary(student_tokenizer, teacher_tokenizer)
+    if differs:
+        raise UserError(f"distill.teacher {cfg.distill.teacher or cfg.distill.vllm_url!r}: its tokenizer is "
+                        f"not the student's ({cfg.model.path!r}): {differs}; on-policy distillation needs "
+                        "the same vocabulary")
+
+
+def _server_teacher(cfg, student_tokenizer) -> ServerTeacher:
+    """A teacher server: the one at distill.vllm_url, else one started from distill.teacher."""
+    import os
+    import secrets
+    import tempfile
+
+    from rlvr.rollout.vllm.launch import LocalLauncher, server_python
+    from rlvr.rollout.vllm.servers import Server, _by_url
+
+    d = cfg.distill
+    if d.vllm_url:
+        (server,) = _by_url([d.vllm_url], "distill.vllm_url")
+        try:
+            reply = server.ask({"op": "tokenizer"})
+        except (OSError, EOFError) as exc:
+            raise UserError(f"distill.vllm_url {d.vllm_url}: no teacher server answers there "
+                            f"({exc})") from None
+        _check_vocabulary(cfg, student_tokenizer, _Vocabulary(reply))
+        return ServerTeacher(server)
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise ConfigError("distill.engine=vllm_server under torchrun: start one teacher server "
+                          "(python -m rlvr.rollout.vllm.server --model TEACHER) and give distill.vllm_url, "
+                          "so the ranks share it rather than each starting its own")
+    workdir = tempfile.mkdtemp(prefix="rlvr-teacher-")
+    try:
+        model_dir, tokenizer = _teacher_dir(d.teacher, workdir)
+        _check_vocabulary(cfg, student_tokenizer, tokenizer)
+        key = secrets.token_hex(16)
+        launcher = LocalLauncher(server_python(cfg.rollout.vllm_python), key, gpus=_teacher_gpu(cfg))
+        # the trainer's precision: bf16 on a GPU (its autocast), else model.dtype
+        options = {"dtype": "bfloat16" if launcher.gpus else cfg.model.dtype, **d.vllm_options}
+        handle = launcher.spawn(model_dir, options)
+        server = Server(launcher.key, launcher.ready(handle), handle, launcher)
+    except BaseException:
+        import shutil
+
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    return ServerTeacher(server, launcher, workdir)
+
+
+class _Vocabulary:
+    """A server's tokenizer as its "tokenizer" reply gives it (what `same_vocabulary` compares)."""
+
+    def __init__(self, reply: dict):
+        self.vocab: dict = reply["vocab"]
+        self.bos_token_id = reply.get("bos_token_id")
+        self.eos_token_id = reply.get("eos_token_id")
+        self.unk_token_id = reply.get("unk_token_id")
+        pad = reply.get("pad_token_id")
+        self.pad_token_id = self.eos_token_id if pad is None else pad   # as `load_policy` does
+
+    def get_vocab(self) -> dict:
+        return self.vocab
+
+
+def _teacher_dir(name: str, workdir: str):
+    """(a checkpoint directory a server can load, its tokenizer): the resolved directory itself,
+    or an in-memory builtin written once under `workdir`."""
+    from rlvr.models.policy import load_policy
+    from rlvr.models.resolve import IN_MEMORY, resolve_model_path
+
+    try:
+        path = resolve_model_path(name)
+        if path in IN_MEMORY:
+            model, tokenizer = load_policy(path)
+            path = f"{workdir}/teacher"
+            model.save_pretrained(path)
+            tokenizer.save_pretrained(path)
+            return path, tokenizer
+        from transformers import AutoTokenizer
+
+        return path, AutoTokenizer.from_pretrained(path)
+    except (UserError, OSError) as exc:
+        raise UserError(f"distill.teacher: {exc}") from None
+
+
+def _teacher_gpu(cfg) -> list[str] | None:
+    """The started teacher server's GPU: the first after the trainer's and the rollout servers'
+    (None on a machine without CUDA: the server runs on the CPU)."""
+    from rlvr.rollout.vllm.launch import visible_gpus
+
+    visible = visible_gpus()
+    if not visible:
+        return None
+    r = cfg.rollout
+    taken = 1 + (r.vllm_servers if r.engine == "vllm_server" and not r.vllm_urls else 0)
+    if len(visible) <= taken:
+        raise ConfigError(f"distill.engine=vllm_server: the teacher server needs a GPU of its own after the "
+                          f"{taken} the trainer and rollout servers hold, but {len(visible)} visible "
+                          f"({','.join(visible)}); use distill.engine=hf or give distill.vllm_url")
+    return [visible[taken]]

@@ -120,7 +120,9 @@ def update_policy(model, optimizer, batch: Batch, spec: UpdateSpec, *, reference
             step.ref_logp = _no_grad(forward.choose(reference, compute, autocast), work, spec.temperature,
                                      plan.micro_batch_tokens)
         if teacher is not None:
-            step.teacher_logp = teacher.logprobs(work, spec.temperature, compute.micro_batch_tokens)
+            from rlvr.training.teacher import score_rows   # training.teacher imports this module
+
+            step.teacher_logp = score_rows(teacher, work, spec.temperature, compute.micro_batch_tokens, dp)
         steps = _passes(step, generator)
     out = {k: sum(v) / len(v) for k, v in stats.items()}
     if dp is not None:

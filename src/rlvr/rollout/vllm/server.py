@@ -27,7 +27,10 @@ traceback, when one fails; the server keeps serving):
   "max_tokens", "allowed"}: one request per prompt with its own seed; answers "outputs", per prompt
   n (token ids, behaviour log-probs, finish reason, text), and "version", the version of the
   weights that sampled them, which the client checks (a stale server is never used silently).
-- {"op": "score", "ids": [...], "start": k}: temperature-1 log-probs of ids[k:] (the canary).
+- {"op": "score", "ids": [...], "start": k}: temperature-1 log-probs of ids[k:] (the canary);
+  {"op": "score", "seqs": [[ids]], "starts": [k]}: the same for each sequence, in one batch (a
+  distillation teacher, `training.teacher.ServerTeacher`).
+- {"op": "tokenizer"}: the served model's vocabulary and special ids (the teacher's check).
 - {"op": "ping"}: version and pid; {"op": "stop"}: answers, then the process exits.
 Behaviour log-probs are vLLM's `processed_logprobs`, as in the in-process engine (`rollout.vllm`).
 """
@@ -108,11 +111,20 @@ def _score(llm, request: dict, state: dict) -> dict:
     from vllm import SamplingParams
     from vllm.inputs import TokensPrompt
 
-    ids, start = request["ids"], request["start"]
-    out = llm.generate([TokensPrompt(prompt_token_ids=ids)],
-                       SamplingParams(max_tokens=1, prompt_logprobs=0, temperature=1.0), use_tqdm=False)[0]
-    return {"version": state["version"],
-            "logprobs": [float(out.prompt_logprobs[i][ids[i]].logprob) for i in range(start, len(ids))]}
+    one = "seqs" not in request
+    seqs, starts = ([request["ids"]], [request["start"]]) if one else (request["seqs"], request["starts"])
+    outs = llm.generate([TokensPrompt(prompt_token_ids=ids) for ids in seqs],
+                        SamplingParams(max_tokens=1, prompt_logprobs=0, temperature=1.0), use_tqdm=False)
+    scored = [[float(out.prompt_logprobs[i][ids[i]].logprob) for i in range(start, len(ids))]
+              for out, ids, start in zip(outs, seqs, starts)]
+    return {"version": state["version"], "logprobs": scored[0] if one else scored}
+
+
+def _tokenizer(llm, request: dict, state: dict) -> dict:
+    tok = llm.get_tokenizer()
+    return {"version": state["version"], "vocab": tok.get_vocab(),
+            **{name: getattr(tok, name, None)
+               for name in ("bos_token_id", "eos_token_id", "pad_token_id", "unk_token_id")}}
 
 
 def _ping(llm, request: dict, state: dict) -> dict:
@@ -120,7 +132,7 @@ def _ping(llm, request: dict, state: dict) -> dict:
 
 
 _OPS = {"load": _load, "nccl_init": _nccl_init, "nccl_load": _nccl_load, "generate": _generate,
-        "score": _score, "ping": _ping, "stop": _ping}
+        "score": _score, "tokenizer": _tokenizer, "ping": _ping, "stop": _ping}
 
 
 def _watch_parent(parent: int, remove: str = "") -> None:

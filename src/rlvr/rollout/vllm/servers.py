@@ -336,15 +336,15 @@ def _launcher(python: str, servers: int, ray_address: str):
     return RayLauncher(python, key, servers, ray_address)
 
 
-def _by_url(urls: Sequence[str]) -> list[Server]:
+def _by_url(urls: Sequence[str], field: str = "rollout.vllm_urls") -> list[Server]:
     key = os.environ.get("RLVR_VLLM_AUTHKEY", "")
     if not key:
-        raise ConfigError("rollout.vllm_urls: set RLVR_VLLM_AUTHKEY to the servers' key (hex)")
+        raise ConfigError(f"{field}: set RLVR_VLLM_AUTHKEY to the servers' key (hex)")
     servers = []
     for url in urls:
         host, _, port = url.rpartition(":")
         if not host or not port.isdigit():
-            raise ConfigError(f"rollout.vllm_urls: {url!r} is not host:port")
+            raise ConfigError(f"{field}: {url!r} is not host:port")
         servers.append(Server(bytes.fromhex(key), (host, int(port))))
     return servers
 
