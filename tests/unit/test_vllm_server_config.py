@@ -59,11 +59,11 @@ def test_the_server_interpreter_is_the_configured_one_or_a_venv_vllm(tmp_path):
         assert server_python() == sys.executable
         return
     with pytest.raises(ConfigError, match="no interpreter with vLLM"):
-        server_python("", (tmp_path,))
+        server_python("", roots=(tmp_path,))
     python = tmp_path / ".venv-vllm" / "bin" / "python"
     python.parent.mkdir(parents=True)
     python.write_text("")
-    assert server_python("", (tmp_path / "elsewhere", tmp_path)) == str(python)
+    assert server_python("", roots=(tmp_path / "elsewhere", tmp_path)) == str(python)
 
 
 def test_a_missing_server_interpreter_stops_the_cli_before_anything_is_written(tmp_path):

@@ -50,13 +50,15 @@ def check_config(cfg: Any) -> None:
         raise ConfigError("distill.only: pure distillation needs distill.teacher (or distill.vllm_url) and "
                           "distill.coef > 0 "
                           "(else the loss has no term left)")
-    if cfg.distill.engine == "vllm_server" and cfg.distill.enabled and cfg.rollout.temperature != 1.0:
-        raise ConfigError(f"distill.engine=vllm_server: needs rollout.temperature=1 (it is "
-                          f"{cfg.rollout.temperature}): a vLLM server returns the teacher's temperature-1 "
-                          "log-probs of given ids; use distill.engine=hf for another temperature")
-    if cfg.distill.vllm_url and cfg.distill.engine != "vllm_server":
-        raise ConfigError("distill.vllm_url: used by distill.engine=vllm_server only; set that, "
-                          "or drop the url")
+    if cfg.distill.on_server and cfg.distill.enabled and cfg.rollout.temperature != 1.0:
+        raise ConfigError(f"distill.vllm: a teacher on a vLLM server needs rollout.temperature=1 (it is "
+                          f"{cfg.rollout.temperature}): the server returns temperature-1 log-probs of "
+                          "given ids; keep the teacher in this process for another temperature")
+    if cfg.distill.vllm_url and cfg.distill.teacher:
+        raise ConfigError("distill.vllm_url: the teacher is the server there; give it or "
+                          "distill.teacher, not both")
+    if cfg.distill.vllm and not cfg.distill.teacher:
+        raise ConfigError("distill.vllm: starts a server from distill.teacher, which is empty")
 
 
 def check_data_source(data: Any) -> None:

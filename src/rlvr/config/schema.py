@@ -302,18 +302,24 @@ class DistillConfig:
     # the teacher's device: "" = the run's device, else cpu | cuda | cuda:N
     device: str = rule("", lambda v: v == "" or bool(_DEVICE.match(v)) and v != "auto",
                        "empty (the run's device), cpu, cuda or cuda:N")
-    # where the teacher runs: hf (in this process, on distill.device) or vllm_server (a vLLM server
-    # process: started here from distill.teacher with rollout.vllm_python, or the running one at
-    # distill.vllm_url, "host:port", key in RLVR_VLLM_AUTHKEY); vllm_server needs
+    # the teacher in a vLLM server process rather than this one: vllm true starts one from
+    # distill.teacher (interpreter: vllm_python, "" as rollout.vllm_python); vllm_url ("host:port", key in
+    # RLVR_VLLM_AUTHKEY) uses a running one instead of distill.teacher. Either needs
     # rollout.temperature 1 (a server returns temperature-1 log-probs of given ids)
-    engine: Literal["hf", "vllm_server"] = "hf"
+    vllm: bool = False
     vllm_url: str = ""
+    vllm_python: str = ""
     vllm_options: dict = field(default_factory=dict)   # a started teacher server: keywords to vllm.LLM
 
     @property
     def enabled(self) -> bool:
         """A teacher is named: a checkpoint, or a running server."""
         return bool(self.teacher or self.vllm_url)
+
+    @property
+    def on_server(self) -> bool:
+        """The teacher is a vLLM server process (started here, or at vllm_url)."""
+        return self.vllm or bool(self.vllm_url)
 
 
 @dataclass(frozen=True)

@@ -141,7 +141,7 @@ class Run:
     def finish(self, wall_seconds: float) -> dict[str, Any]:
         model_state = self.state.model_state()
         self.source.close()
-        if hasattr(self.state.teacher, "close"):   # a teacher server (distill.engine: vllm_server)
+        if hasattr(self.state.teacher, "close"):   # a teacher server (distill.vllm)
             self.state.teacher.close()
         if not self.is_main:
             self.dp.barrier()

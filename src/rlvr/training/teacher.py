@@ -17,13 +17,13 @@ Guaranteed: one no-grad pass per update over the update's rows (cached for all i
 `micro_batch_tokens` padded tokens (0: one pass). Not guaranteed: that ids beyond the teacher's
 embedding table are scored (the vocabularies are equal, so the engine never samples one).
 
-`distill.engine: vllm_server` puts the teacher in a vLLM server process (`rollout.vllm.server`, its
-"score" request: the prompt log-probs of given ids), so a large teacher lives on GPUs of its own:
-started here from `distill.teacher` (one GPU after the trainer's and the rollout servers'; on a
+`distill.vllm: true` (or `distill.vllm_url`) puts the teacher in a vLLM server process
+(`rollout.vllm.server`, its "score" request: the prompt log-probs of given ids), so a large
+teacher lives on a GPU of its own: started here from `distill.teacher` (the last visible GPU; on a
 CPU, a process of its own), or the running server at `distill.vllm_url`. Its log-probs are vLLM's
 temperature-1 prompt log-probs, so it needs rollout.temperature 1 (checked when the config
 loads). Under torchrun each rank scores only its share of the update's rows (rows rank, rank +
-world, ...) and the ranks exchange them (`score_rows`), with either kind of teacher.
+world, ...) and the ranks exchange them (`training.update.score_rows`), with either kind of teacher.
 """
 
 from __future__ import annotations
@@ -131,28 +131,13 @@ class ServerTeacher:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def score_rows(teacher, work: Batch, temperature: float, micro_batch_tokens: int = 0,
-               dp=None) -> torch.Tensor:
-    """The teacher's [B, Tc] log-probs of `work`. Under torchrun (`dp`) every rank holds all rows
-    and scores only rows rank, rank + world, ...; one all-gather gives each rank the whole."""
-    if dp is None or dp.world == 1:
-        return teacher.logprobs(work, temperature, micro_batch_tokens)
-    mine = torch.arange(len(work))[dp.rank::dp.world]
-    part = (teacher.logprobs(work.rows(mine), temperature, micro_batch_tokens).cpu() if len(mine)
-            else torch.zeros(0, work.completion_ids.shape[1]))
-    out = torch.zeros(work.completion_ids.shape, dtype=part.dtype)
-    for rank, rows in enumerate(dp.all_gather(part)):
-        out[rank::dp.world] = rows
-    return out.to(work.completion_ids.device)
-
-
 def load_teacher(cfg, student_tokenizer, run_device: Device) -> Teacher | ServerTeacher | None:
     """The teacher of `cfg.distill` (None when distill.teacher is empty), checked against the
     student's tokenizer; a mismatch is refused by name (UserError, exit 2)."""
     d = cfg.distill
     if not d.enabled:
         return None
-    if d.engine == "vllm_server":
+    if d.on_server:
         return _server_teacher(cfg, student_tokenizer)
     from rlvr.models.policy import load_policy
 
@@ -193,7 +178,7 @@ def _server_teacher(cfg, student_tokenizer) -> ServerTeacher:
         _check_vocabulary(cfg, student_tokenizer, _Vocabulary(reply))
         return ServerTeacher(server)
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        raise ConfigError("distill.engine=vllm_server under torchrun: start one teacher server "
+        raise ConfigError("distill.vllm under torchrun: start one teacher server "
                           "(python -m rlvr.rollout.vllm.server --model TEACHER) and give distill.vllm_url, "
                           "so the ranks share it rather than each starting its own")
     workdir = tempfile.mkdtemp(prefix="rlvr-teacher-")
@@ -201,7 +186,8 @@ def _server_teacher(cfg, student_tokenizer) -> ServerTeacher:
         model_dir, tokenizer = _teacher_dir(d.teacher, workdir)
         _check_vocabulary(cfg, student_tokenizer, tokenizer)
         key = secrets.token_hex(16)
-        launcher = LocalLauncher(server_python(cfg.rollout.vllm_python), key, gpus=_teacher_gpu(cfg))
+        python = server_python(d.vllm_python, "distill.vllm_python")
+        launcher = LocalLauncher(python, key, gpus=_teacher_gpu())
         # the trainer's precision: bf16 on a GPU (its autocast), else model.dtype
         options = {"dtype": "bfloat16" if launcher.gpus else cfg.model.dtype, **d.vllm_options}
         handle = launcher.spawn(model_dir, options)
@@ -250,18 +236,17 @@ def _teacher_dir(name: str, workdir: str):
         raise UserError(f"distill.teacher: {exc}") from None
 
 
-def _teacher_gpu(cfg) -> list[str] | None:
-    """The started teacher server's GPU: the first after the trainer's and the rollout servers'
-    (None on a machine without CUDA: the server runs on the CPU)."""
+def _teacher_gpu() -> list[str] | None:
+    """The started teacher server's GPU: the last visible one (the trainer's ranks and the rollout
+    servers take theirs from the front); None on a machine without CUDA (the server runs on the
+    CPU). One visible GPU is the trainer's: refused."""
     from rlvr.rollout.vllm.launch import visible_gpus
 
     visible = visible_gpus()
     if not visible:
         return None
-    r = cfg.rollout
-    taken = 1 + (r.vllm_servers if r.engine == "vllm_server" and not r.vllm_urls else 0)
-    if len(visible) <= taken:
-        raise ConfigError(f"distill.engine=vllm_server: the teacher server needs a GPU of its own after the "
-                          f"{taken} the trainer and rollout servers hold, but {len(visible)} visible "
-                          f"({','.join(visible)}); use distill.engine=hf or give distill.vllm_url")
-    return [visible[taken]]
+    if len(visible) == 1:
+        raise ConfigError(f"distill.vllm: the teacher server needs a GPU of its own, but only GPU "
+                          f"{visible[0]} is visible (the trainer's); keep the teacher in this process or "
+                          "give distill.vllm_url")
+    return [visible[-1]]

@@ -120,8 +120,6 @@ def update_policy(model, optimizer, batch: Batch, spec: UpdateSpec, *, reference
             step.ref_logp = _no_grad(forward.choose(reference, compute, autocast), work, spec.temperature,
                                      plan.micro_batch_tokens)
         if teacher is not None:
-            from rlvr.training.teacher import score_rows   # training.teacher imports this module
-
             step.teacher_logp = score_rows(teacher, work, spec.temperature, compute.micro_batch_tokens, dp)
         steps = _passes(step, generator)
     out = {k: sum(v) / len(v) for k, v in stats.items()}
@@ -130,6 +128,21 @@ def update_policy(model, optimizer, batch: Batch, spec: UpdateSpec, *, reference
     out["optimizer_steps"] = float(steps)
     out["lr"] = lr
     return out
+
+
+def score_rows(teacher, work: Batch, temperature: float, micro_batch_tokens: int = 0,
+               dp=None) -> torch.Tensor:
+    """The teacher's [B, Tc] log-probs of `work`. Under torchrun (`dp`) every rank holds all rows
+    and scores only rows rank, rank + world, ...; one all-gather gives each rank the whole."""
+    if dp is None or dp.world == 1:
+        return teacher.logprobs(work, temperature, micro_batch_tokens)
+    mine = torch.arange(len(work))[dp.rank::dp.world]
+    part = (teacher.logprobs(work.rows(mine), temperature, micro_batch_tokens).cpu() if len(mine)
+            else torch.zeros(0, work.completion_ids.shape[1]))
+    out = torch.zeros(work.completion_ids.shape, dtype=part.dtype)
+    for rank, rows in enumerate(dp.all_gather(part)):
+        out[rank::dp.world] = rows
+    return out.to(work.completion_ids.device)
 
 
 def _passes(step: "_Step", generator: torch.Generator | None) -> int:

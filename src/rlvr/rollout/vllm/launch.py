@@ -25,14 +25,15 @@ _RANK_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RAN
               "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID")
 
 
-def server_python(configured: str = "", roots: tuple[Path, ...] | None = None) -> str:
+def server_python(configured: str = "", key: str = "rollout.vllm_python",
+                  roots: tuple[Path, ...] | None = None) -> str:
     """The server's interpreter: `configured`, else this one when it has vLLM, else the project's
     `.venv-vllm` under one of `roots` (default: beside the source tree, the working directory)."""
     import importlib.util
 
     if configured:
         if not Path(configured).exists():
-            raise ConfigError(f"rollout.vllm_python: {configured!r} does not exist")
+            raise ConfigError(f"{key}: {configured!r} does not exist")
         return configured
     if importlib.util.find_spec("vllm") is not None:
         return sys.executable
@@ -40,8 +41,8 @@ def server_python(configured: str = "", roots: tuple[Path, ...] | None = None) -
         candidate = root / ".venv-vllm" / "bin" / "python"
         if candidate.exists():
             return str(candidate)
-    raise ConfigError("rollout.engine=vllm_server: no interpreter with vLLM: this one lacks it and no "
-                      ".venv-vllm was found (make venv-vllm, or set rollout.vllm_python)")
+    raise ConfigError(f"{key}: no interpreter with vLLM: this one lacks it and no "
+                      f".venv-vllm was found (make venv-vllm, or set {key})")
 
 
 def server_env(key: str, on_gpu: bool = False) -> dict[str, str]:
