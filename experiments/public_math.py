@@ -137,47 +137,55 @@ def _write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _eval_once(dest: Path, cmd: list[str]) -> dict:
-    """`cmd`'s eval.json under `dest`, computed by whichever run claims it first: a run that finds
-    the claim of a live process waits for that process's result (runs in parallel share the
-    before-evaluations); a dead claimant's claim is taken over."""
+def _run_unclaimed(dest: Path, cmd: list[str]) -> bool:
+    """Whether `dest` has its eval.json: already, or now, computed by this run when no live process
+    has claimed it (a dead claimant's claim is taken over on the next call)."""
     dest.mkdir(parents=True, exist_ok=True)
     claim, result = dest / "claim", dest / "eval.json"
-    while not result.exists():
+    if result.exists():
+        return True
+    try:
+        fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
         try:
-            fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            try:
-                os.kill(int(claim.read_text() or 0), 0)
-            except (ProcessLookupError, ValueError):
-                claim.unlink(missing_ok=True)
-            time.sleep(5)
-            continue
-        os.write(fd, str(os.getpid()).encode())
-        os.close(fd)
-        try:
-            subprocess.run([*cmd, "--out", str(dest)], check=True)
-        finally:
+            os.kill(int(claim.read_text() or 0), 0)
+        except (ProcessLookupError, ValueError):
             claim.unlink(missing_ok=True)
-    return json.loads(result.read_text())
+        return False
+    os.write(fd, str(os.getpid()).encode())
+    os.close(fd)
+    try:
+        subprocess.run([*cmd, "--out", str(dest)], check=True)
+    finally:
+        claim.unlink(missing_ok=True)
+    return True
+
+
+def _eval_all(jobs: dict[str, tuple[Path, list[str]]]) -> dict[str, dict]:
+    """Every job's eval.json. Runs started together share the untrained model's evaluations: each
+    takes the ones nobody has claimed, then waits for the others' results."""
+    pending = dict(jobs)
+    while pending:
+        pending = {name: job for name, job in pending.items() if not _run_unclaimed(*job)}
+        if pending:
+            time.sleep(5)
+    return {name: json.loads((dest / "eval.json").read_text()) for name, (dest, _) in jobs.items()}
 
 
 def evaluate(model: str, out: Path, tag: str, cap: int) -> dict[str, dict]:
     """`rlvr eval` of `model` on each held-out set, greedy and one sample at T = 0.7 (MultiArith, the
     multi-step set, also under budget forcing), and greedily on the constraint prompts."""
     budgets = ",".join(str(cap * f // 6) for f in (1, 2, 3, 4))
-    scores = {}
-    for name in SETS:
-        scores[name] = _eval_once(out / f"eval_{tag}_{name}", [
-            *RLVR, "eval", model, "--data", str(out / "data" / f"held_{name}.jsonl"), "--k", "1",
-            "--samples", "1", "--temperature", "0.7", "--temperatures", "",
-            "--budgets", budgets if name == "multiarith" else "", "--answer-marker", "\\n\\boxed{",
-            "--max-new-tokens", str(cap), "--chat-template-text"])
-    scores["constraints"] = _eval_once(out / f"eval_{tag}_constraints", [
+    jobs = {name: (out / f"eval_{tag}_{name}", [
+        *RLVR, "eval", model, "--data", str(out / "data" / f"held_{name}.jsonl"), "--k", "1",
+        "--samples", "1", "--temperature", "0.7", "--temperatures", "",
+        "--budgets", budgets if name == "multiarith" else "", "--answer-marker", "\\n\\boxed{",
+        "--max-new-tokens", str(cap), "--chat-template-text"]) for name in SETS}
+    jobs["constraints"] = (out / f"eval_{tag}_constraints", [
         *RLVR, "eval", model, "--data", str(out / "data" / "held_constraints.jsonl"), "--k", "1",
         "--samples", "1", "--temperature", "0.7", "--temperatures", "", "--budgets", "",
         "--max-new-tokens", "160"])
-    return scores
+    return _eval_all(jobs)
 
 
 def _pick(ev: dict) -> dict[str, float]:
