@@ -44,9 +44,11 @@ def write_verdict(name: str, result: dict[str, Any], lines: Sequence[str],
 
     out = ROOT / name
     out.mkdir(parents=True, exist_ok=True)
-    usage = resource.getrusage(resource.RUSAGE_SELF)
+    # this process and the children it waited for (the rlvr train and rlvr eval subprocesses)
+    cpu = sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                                resource.getrusage(resource.RUSAGE_CHILDREN)))
     # A verdict rewritten from saved metrics keeps the cost of the run that produced them.
-    result = {"process_cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),
+    result = {"process_cpu_seconds": round(cpu, 1),
               "process_wall_seconds": round(time.perf_counter() - _T0, 1), **result}
     lines = [*lines, "", f"Cost: {result['process_wall_seconds']:.0f} s wall, "
              f"{result['process_cpu_seconds']:.0f} s CPU (user + sys, all threads) for the whole command."]
