@@ -7,6 +7,7 @@ Each writes `runs/experiments/<name>/verdict.md` (numbers + verdict), `result.js
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -35,6 +36,14 @@ def plot_panels(path: Path, panels: Sequence[tuple[str, dict[str, list[tuple[flo
         ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Whole or not at all: runs started together write the same data files (the same bytes) while
+    the other's training may be reading them."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def write_verdict(name: str, result: dict[str, Any], lines: Sequence[str],

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import yaml
 
-from experiments.common import ROOT, plot_panels, say, write_verdict
+from experiments.common import ROOT, plot_panels, say, write_atomic, write_verdict
 from experiments.verifiers_on_smollm2 import CASES, TOPICS
 
 INSTRUCTION = " Put the final answer in \\boxed{}."
@@ -87,16 +87,16 @@ def split(data: Path, out: Path, heldout: int, seed: int) -> dict[str, dict[str,
         train = [r for i, r in enumerate(rows[name]) if i not in h and _key(_question(r)) not in held_keys]
         path = out / "data" / f"{name}{Path(rel).suffix}"
         if path.suffix == ".jsonl":
-            _write(path, "".join(json.dumps(r) + "\n" for r in train))
+            write_atomic(path, "".join(json.dumps(r) + "\n" for r in train))
         else:
-            _write(path, json.dumps(train))
-        _write(out / "data" / f"held_{name}.jsonl", "".join(
+            write_atomic(path, json.dumps(train))
+        write_atomic(out / "data" / f"held_{name}.jsonl", "".join(
             json.dumps({"id": f"{name}-{i}", "prompt": _question(rows[name][i]).strip() + INSTRUCTION,
                         "reference": _reference(rows[name][i]), "verifier": "math"}) + "\n"
             for i in sorted(h)))
         sizes[name] = {"train": len(train), "heldout": len(h)}
-    _write(out / "data" / "constraints.jsonl", constraint_rows(TRAIN_TOPICS, "t"))
-    _write(out / "data" / "held_constraints.jsonl", constraint_rows(TOPICS, "c"))
+    write_atomic(out / "data" / "constraints.jsonl", constraint_rows(TRAIN_TOPICS, "t"))
+    write_atomic(out / "data" / "held_constraints.jsonl", constraint_rows(TOPICS, "c"))
     return sizes
 
 
@@ -128,13 +128,6 @@ def config(out: Path, steps: int, seed: int, name: str, max_new: int, gsm8k_weig
     path = out / f"{name}.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return path
-
-
-def _write(path: Path, text: str) -> None:
-    """Whole or not at all: two runs started together both write the split (the same bytes)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def _run_unclaimed(dest: Path, cmd: list[str]) -> bool:
