@@ -39,7 +39,7 @@ from pathlib import Path
 import yaml
 
 from experiments.common import ROOT, plot_panels, say, write_atomic, write_verdict
-from experiments.verifiers_on_smollm2 import CASES, TOPICS
+from experiments.verifiers_on_smollm2 import CASES, TOPICS, request
 
 INSTRUCTION = " Put the final answer in \\boxed{}."
 SETS = {"gsm8k": "gsm8k/train.jsonl", "multiarith": "mawps/MultiArith.json",
@@ -103,7 +103,7 @@ def split(data: Path, out: Path, heldout: int, seed: int) -> dict[str, dict[str,
 def constraint_rows(topics: list[str], prefix: str) -> str:
     """JSONL of one chat prompt per (constraint case, topic), scored by the `constraints` verifier."""
     rows = ({"id": f"{prefix}{i}-{j}", "verifier": "constraints", "constraints": [rule],
-             "prompt": [{"role": "user", "content": f"Write a short piece about {topic}. {text}"}]}
+             "prompt": [{"role": "user", "content": request(topic, text)}]}
             for i, (text, rule, *_) in enumerate(CASES) for j, topic in enumerate(topics))
     return "".join(json.dumps(r) + "\n" for r in rows)
 

@@ -106,13 +106,18 @@ def _math_table(run: str, name: str, mode: str, rows: list[dict]) -> None:
               f"last-number {r['lenient_correct']}: {r['response'][-160:]!r}")
 
 
+def request(topic: str, instruction: str) -> str:
+    """The user message of one (topic, constraint) prompt; experiments.public_math asks the same."""
+    return f"Write a short piece about {topic}. {instruction}"
+
+
 def constraint_problems():
     from rlvr.types import Problem
 
     out = []
     for i, (text, rule, ife_id, kwargs) in enumerate(CASES):
         for j, topic in enumerate(TOPICS):
-            prompt = [{"role": "user", "content": f"Write a short piece about {topic}. {text}"}]
+            prompt = [{"role": "user", "content": request(topic, text)}]
             out.append(Problem(id=f"c{i}-{j}", prompt=prompt, reference=None, verifier="constraints",
                                metadata={"constraints": [rule], "ifeval": [ife_id, kwargs]}))
     return out
