@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+import torch
+
 from rlvr.cli.main import main
 
 
@@ -16,6 +19,30 @@ def test_sft_from_jsonl_pairs(tmp_path):
                  "--threads", "1"]) == 0
     assert (out / "model.safetensors").exists()
     assert json.loads((out / "sft_summary.json").read_text())["steps"] == 3
+
+
+@pytest.mark.parametrize("flag, native, bf16", [([], True, False), (["--bf16-where-native"], True, True),
+                                                 (["--bf16-where-native"], False, False)])
+def test_sft_multiplies_in_bf16_only_where_asked_and_native(tmp_path, monkeypatch, flag, native, bf16):
+    from rlvr.models import device as device_mod
+    from rlvr.training import sft as sft_mod
+
+    monkeypatch.setattr(device_mod, "cpu_computes_bf16", lambda: native)
+    seen = []
+    real = sft_mod.sft_loss
+
+    def recording(model, batch, pad_id, device):
+        seen.append(device.bf16)
+        loss = real(model, batch, pad_id, device)
+        seen.append(loss.dtype)
+        return loss
+    monkeypatch.setattr(sft_mod, "sft_loss", recording)
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"{i}+1=", "completion": f">{i + 1}"}) + "\n"
+                            for i in range(4)))
+    assert main(["sft", "--data", str(data), "--out", str(tmp_path / "s"), "--steps", "1",
+                 "--batch-size", "2", "--threads", "1", "--device", "cpu", *flag]) == 0
+    assert seen == [bf16, torch.float32]   # the loss itself is float32 either way
 
 
 def test_distillation_keeps_only_verified_teacher_samples(tmp_path, capsys, cold_start_model, monkeypatch):

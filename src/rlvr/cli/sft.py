@@ -51,6 +51,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=d, help="(0)")
     p.add_argument("--threads", type=int, default=d, help="(0: 1 on <= 2 cores, else cores // 2)")
     p.add_argument("--device", default=d, help="auto | cpu | cuda | cuda:N (bf16 on a GPU)")
+    p.add_argument("--bf16-where-native", action="store_const", const=True, default=d,
+                   help="bf16 matrices (fp32 weights) on a CPU that computes bf16 natively "
+                        "(avx512_bf16, amx_bf16); float32 elsewhere, as model.bf16_where_native in training")
     _show_defaults(p)
 
 
@@ -94,7 +97,7 @@ def run_sft(args: argparse.Namespace) -> int:
     from rlvr.tasks.arithmetic import ArithmeticTask
 
     set_threads(cfg.threads)
-    device = _device(cfg.device)
+    device = _device(cfg.device, cfg.bf16_where_native)
     task = ArithmeticTask(cfg.digits, cfg.ops)
     model, tokenizer = load_policy(cfg.model, seed=cfg.seed, device=device)
     batches = _batches(cfg, task, tokenizer, device)
@@ -148,11 +151,11 @@ def run_agentic_sft(cfg: SftCommandConfig) -> int:
     return 0
 
 
-def _device(spec: str):
+def _device(spec: str, bf16_where_native: bool = False):
     from rlvr.models.device import Device
 
     try:
-        return Device.resolve(spec)
+        return Device.resolve(spec, bf16_where_native=bf16_where_native)
     except ValueError as exc:
         raise UserError(f"--device: {exc}") from None
 

@@ -50,6 +50,7 @@ class SftCommandConfig:
     seed: int = 0
     threads: int = 0
     device: str = "auto"                # auto | cpu | cuda | cuda:N (bf16 on a GPU)
+    bf16_where_native: bool = False     # bf16 matrices on a CPU that computes bf16 natively (as model.*)
 
 
 @dataclass(frozen=True)
