@@ -3,7 +3,7 @@ AddSub, SingleEq as their authors ship them), evaluated before and after on held
 each set (issue 47, part 1).
 
     python -m experiments.public_math [data=../shared/data] [steps=36] [seed=0] [heldout=100] [max_new=0]
-                                      [gsm8k_weight=0.1] [if_weight=0]
+                                      [gsm8k_weight=0.1] [if_weight=0] [cold_start=0]
 
 Splits are made here, by problem: each set's held-out problems are drawn by seed, and a problem
 whose question (lower-cased, spaces collapsed) is held out in any set is removed from every
@@ -16,6 +16,13 @@ Narrow gains: every run is also scored on 150 IFEval-style instructions (15 cons
 topics of `experiments.verifiers_on_smollm2`, greedy, 160 tokens, rlvr's `constraints` verifier), and
 `if_weight=W` adds to the mixture 300 constraint prompts on 20 other topics (held out by topic) at
 weight W against 1 for each MAWPS set: math-only against a mixture that keeps a share of constraints.
+`cold_start=N` first runs N steps of `rlvr sft` (8 rows a step, lr 5e-5, bf16 where native) on worked solutions of the
+training problems only: each MAWPS problem's shipped equation written out one operation a line
+(`32 + 42 = 74.` / `74 - 35 = 39.`; an equation whose unknown is not alone is stated, then solved),
+a value that disagrees with the shipped solution dropped, plus 300 GSM8K training problems of at most
+three steps with their shipped solution (calculator marks removed); every one ends
+`The answer is \\boxed{V}.` GRPO then starts from that checkpoint, which is evaluated too: the
+seeds' cold start, for a model whose groups are almost never right.
 Evaluation: `rlvr eval` per set, after training and then before it (the untrained model's evaluations
 are shared: runs started together split them), reading as many tokens as training sampled (at least
 96): greedy and one sample at T=0.7; on MultiArith also greedy accuracy against a thinking-token
@@ -27,7 +34,9 @@ runs and the evals under runs/experiments/public_math/); needs
 
 from __future__ import annotations
 
+import ast
 import json
+import operator
 import os
 import random
 import re
@@ -100,6 +109,120 @@ def split(data: Path, out: Path, heldout: int, seed: int) -> dict[str, dict[str,
     return sizes
 
 
+OPS = {ast.Add: ("+", operator.add), ast.Sub: ("-", operator.sub), ast.Mult: ("*", operator.mul),
+       ast.Div: ("/", operator.truediv)}
+
+
+def _num(v: float) -> str:
+    return str(int(round(v))) if abs(v - round(v)) < 1e-9 else f"{v:.4f}".rstrip("0").rstrip(".")
+
+
+def _steps(node: ast.AST, lines: list[str]) -> float:
+    """The value of an arithmetic expression; each operation appended to `lines` as it is done."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        return float(node.value)
+    if isinstance(node, ast.BinOp) and type(node.op) in OPS:
+        a, b = _steps(node.left, lines), _steps(node.right, lines)
+        sym, fn = OPS[type(node.op)]
+        v = fn(a, b)
+        lines.append(f"{_num(a)} {sym} {_num(b)} = {_num(v)}.")
+        return v
+    raise ValueError(f"not arithmetic: {ast.dump(node)}")
+
+
+INVERSE = {(ast.Add, 0): (ast.Sub, False), (ast.Add, 1): (ast.Sub, False),
+           (ast.Mult, 0): (ast.Div, False), (ast.Mult, 1): (ast.Div, False),
+           (ast.Sub, 0): (ast.Add, False), (ast.Sub, 1): (ast.Sub, True),
+           (ast.Div, 0): (ast.Mult, False), (ast.Div, 1): (ast.Div, True)}
+
+
+def _text(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return "x"
+    if isinstance(node, ast.Constant):
+        return _num(float(node.value))
+    assert isinstance(node, ast.BinOp)
+    parts = [_text(n) if isinstance(n, (ast.Name, ast.Constant)) else f"({_text(n)})"
+             for n in (node.left, node.right)]
+    return f"{parts[0]} {OPS[type(node.op)][0]} {parts[1]}"
+
+
+def _has_x(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Name) for n in ast.walk(node))
+
+
+def worked(equation: str) -> tuple[list[str], float]:
+    """Solution lines and value of one MAWPS equation ('X=((32.0+42.0)-35.0)', '70-x=27'): an
+    unknown that is not alone is isolated first ('35 + x = 56, so x = 56 - 35.'), then each
+    operation is done on its own line."""
+    left, right = (ast.parse(side, mode="eval").body for side in equation.replace(" ", "").lower().split("="))
+    if _has_x(right):
+        left, right = right, left
+    if _has_x(right) or not _has_x(left):
+        raise ValueError(f"one side must hold the unknown: {equation!r}")
+    lines = [] if isinstance(left, ast.Name) else [f"{_text(left)} = {_text(right)}, so"]
+    while not isinstance(left, ast.Name):
+        if not isinstance(left, ast.BinOp) or type(left.op) not in OPS:
+            raise ValueError(f"not arithmetic: {equation!r}")
+        side = 0 if _has_x(left.left) else 1
+        known = left.right if side == 0 else left.left
+        op, flipped = INVERSE[(type(left.op), side)]
+        right = ast.BinOp(known, op(), right) if flipped else ast.BinOp(right, op(), known)
+        left = left.left if side == 0 else left.right
+    if lines:
+        lines[0] += f" x = {_text(right)}."
+    value = _steps(right, lines)
+    return lines, value
+
+
+def sft_rows(out: Path, gsm8k: int = 300, seed: int = 0) -> dict[str, int]:
+    """out/data/sft.jsonl: worked solutions of the training files' problems (never a held-out one)."""
+    rows, kept = [], {"dropped": 0}
+    for name, rel in SETS.items():
+        train = _rows(out / "data" / f"{name}{Path(rel).suffix}")
+        if name == "gsm8k":
+            short = [r for r in train if r["answer"].count("\n") <= 3]
+            for r in random.Random(seed).sample(short, min(gsm8k, len(short))):
+                body, final = re.sub(r"<<[^>]*>>", "", r["answer"]).rsplit("####", 1)
+                rows.append((r["question"], body.strip().split("\n"), final.strip().replace(",", "")))
+            kept[name] = min(gsm8k, len(short))
+            continue
+        kept[name] = 0
+        for r in train:
+            try:
+                lines, value = worked(r["lEquations"][0])
+            except (ValueError, SyntaxError, ZeroDivisionError, TypeError):
+                kept["dropped"] += 1
+                continue
+            ref = float(r["lSolutions"][0])
+            if abs(value - ref) > 1e-6 * max(1.0, abs(ref)):
+                kept["dropped"] += 1
+                continue
+            rows.append((r["sQuestion"], lines, _num(value)))
+            kept[name] += 1
+    write_atomic(out / "data" / "sft.jsonl", "".join(json.dumps({
+        "prompt": [{"role": "user", "content": q.strip() + INSTRUCTION}],
+        "completion": "\n".join([*lines, f"The answer is \\boxed{{{v}}}."])}) + "\n" for q, lines, v in rows))
+    return kept
+
+
+def cold_start(out: Path, steps: int, seed: int) -> tuple[Path, float]:
+    """`rlvr sft` of the preset's model on out/data/sft.jsonl; the checkpoint and its wall seconds."""
+    dest = out / f"sft_s{seed}_cs{steps}"
+    if (dest / "sft_summary.json").exists():
+        return dest, json.loads((dest / "sft_summary.json").read_text()).get("wall_seconds", 0.0)
+    t0 = time.perf_counter()
+    subprocess.run([*RLVR, "sft", "--model", yaml.safe_load(PRESET.read_text())["model"]["path"],
+                    "--data", str(out / "data" / "sft.jsonl"), "--out", str(dest), "--steps", str(steps),
+                    "--batch-size", "8", "--lr", "5e-5", "--warmup-steps", "10", "--seed", str(seed),
+                    "--bf16-where-native"],
+                   check=True)
+    wall = time.perf_counter() - t0
+    summary = json.loads((dest / "sft_summary.json").read_text())
+    write_atomic(dest / "sft_summary.json", json.dumps({**summary, "wall_seconds": round(wall, 1)}))
+    return dest, wall
+
+
 def constraint_rows(topics: list[str], prefix: str) -> str:
     """JSONL of one chat prompt per (constraint case, topic), scored by the `constraints` verifier."""
     rows = ({"id": f"{prefix}{i}-{j}", "verifier": "constraints", "constraints": [rule],
@@ -109,9 +232,11 @@ def constraint_rows(topics: list[str], prefix: str) -> str:
 
 
 def config(out: Path, steps: int, seed: int, name: str, max_new: int, gsm8k_weight: float,
-           if_weight: float) -> Path:
+           if_weight: float, model: str = "") -> Path:
     cfg = yaml.safe_load(PRESET.read_text())
     cfg["seed"] = seed
+    if model:
+        cfg["model"]["path"] = model
     cfg["run"]["dir"] = str(out / name)
     if max_new:
         cfg["rollout"]["max_new_tokens"] = max_new
@@ -203,44 +328,61 @@ def main(argv: list[str]) -> None:
     gsm8k_weight = float(args.get("gsm8k_weight", 0.1))
     cap = max(96, max_new)                     # the evaluations read what training sampled, at least 96
     if_weight = float(args.get("if_weight", 0))
+    cs_steps = int(args.get("cold_start", 0))  # rlvr sft steps on worked training solutions first
     name = f"run_s{seed}" + (f"_t{max_new}" if max_new else "") + f"_g{gsm8k_weight:g}"
-    name += f"_if{if_weight:g}" if if_weight else ""
+    name += (f"_if{if_weight:g}" if if_weight else "") + (f"_cs{cs_steps}" if cs_steps else "")
     out = ROOT / "public_math"                 # one split (seed 0) for every training seed
     sizes = split(data, out, heldout, 0)
     say(f"splits: {sizes}")
+    start, sft_s, sft_eval = "", 0.0, None
+    if cs_steps:
+        say(f"cold-start rows: {sft_rows(out)}")
+        sft_dir, sft_s = cold_start(out, cs_steps, seed)
+        start = str(sft_dir)
     if (out / name / "final").exists():        # trained by an earlier call: evaluate and report only
         say(f"{out / name} is trained; reading it")
         train_s = json.loads((out / name / "summary.json").read_text())["wall_seconds"]
     else:
         t0 = time.perf_counter()
-        cfg = config(out, steps, seed, name, max_new, gsm8k_weight, if_weight)
+        cfg = config(out, steps, seed, name, max_new, gsm8k_weight, if_weight, start)
         subprocess.run([*RLVR, "train", str(cfg)], check=True)
         train_s = time.perf_counter() - t0
     after = evaluate(str(out / name / "final"), out, f"after_{name[4:]}", cap)
+    if start:
+        sft_eval = evaluate(start, out, f"{Path(start).name}_t{cap}", cap)
     before = evaluate("builtin:smollm2", out, f"before_t{cap}", cap)
     metrics = [json.loads(line) for line in (out / name / "metrics.jsonl").read_text().splitlines()]
     steps_rows = [m for m in metrics if "reward/mean" in m]
-    b, a = {n: _pick(before[n]) for n in SETS}, {n: _pick(after[n]) for n in SETS}
+    stages = {"before": before, **({"after SFT": sft_eval} if sft_eval else {}), "after": after}
+    picked = {t: {n: _pick(ev[n]) for n in SETS} for t, ev in stages.items()}
+    import resource   # the largest child waited for so far: rlvr sft, train or eval (kB on Linux)
+    peak_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1e6
+    head = " | ".join(stages)
     lines = [f"# public_math seed {seed}, {steps} steps, max_new_tokens {max_new or 'preset'}, "
-             f"GSM8K weight {gsm8k_weight:g}, constraint weight {if_weight:g}, evaluated at {cap} tokens", "",
+             f"GSM8K weight {gsm8k_weight:g}, constraint weight {if_weight:g}, cold start {cs_steps} "
+             f"SFT steps, evaluated at {cap} tokens", "",
              f"splits: {json.dumps(sizes)}",
-             f"training wall {train_s:.0f} s (rlvr train, including its start and final eval)", "",
-             "| set | metric | before | after |", "| --- | --- | --- | --- |"]
+             f"cold start wall {sft_s:.0f} s (rlvr sft)" if cs_steps else "no cold start",
+             f"training wall {train_s:.0f} s (rlvr train, including its start and final eval)",
+             f"peak RSS of the largest child process {peak_gb:.1f} GB", "",
+             f"| set | metric | {head} |", "| --- | --- |" + " --- |" * len(stages)]
     for n in SETS:
         for k in ("greedy_accuracy", "greedy_mean_length", "pass@1"):
-            lines.append(f"| {n} | {k} | {b[n][k]:.3f} | {a[n][k]:.3f} |")
-    mean = {t: sum(x[n]["greedy_accuracy"] for n in SETS) / len(SETS)
-            for t, x in (("before", b), ("after", a))}
-    ifb, ifa = (x["constraints"]["greedy_accuracy"] for x in (before, after))
-    lines += ["", f"mean greedy over the four held-out sets: {mean['before']:.3f} -> {mean['after']:.3f}",
-              f"instruction following (150 held-out constraint prompts, greedy): {ifb:.3f} -> {ifa:.3f}", "",
-              "| set | budget | before | after |", "| --- | --- | --- | --- |"]
-    for rb, ra in zip(before["multiarith"]["budget_curve"], after["multiarith"]["budget_curve"]):
-        lines.append(f"| multiarith | {rb['budget']} | {rb['accuracy']:.3f} | {ra['accuracy']:.3f} |")
-    curves = {t: ev["multiarith"]["budget_curve"] for t, ev in (("before", before), ("after", after))}
-    write_verdict(f"public_math_{name[4:]}", {"sizes": sizes, "train_seconds": round(train_s, 1), "before": b,
-                                           "after": a, "budget_curves": curves, "steps": steps_rows,
-                                           "constraints": {"before": ifb, "after": ifa}}, lines,
+            lines.append(f"| {n} | {k} | " + " | ".join(f"{picked[t][n][k]:.3f}" for t in stages) + " |")
+    mean = {t: sum(x[n]["greedy_accuracy"] for n in SETS) / len(SETS) for t, x in picked.items()}
+    ifs = {t: ev["constraints"]["greedy_accuracy"] for t, ev in stages.items()}
+    lines += ["", "mean greedy over the four held-out sets: " + " -> ".join(f"{mean[t]:.3f}" for t in stages),
+              "instruction following (150 held-out constraint prompts, greedy): "
+              + " -> ".join(f"{ifs[t]:.3f}" for t in stages), "",
+              f"| set | budget | {head} |", "| --- | --- |" + " --- |" * len(stages)]
+    curves = {t: ev["multiarith"]["budget_curve"] for t, ev in stages.items()}
+    for i, row in enumerate(curves["before"]):
+        lines.append(f"| multiarith | {row['budget']} | "
+                     + " | ".join(f"{curves[t][i]['accuracy']:.3f}" for t in stages) + " |")
+    write_verdict(f"public_math_{name[4:]}", {
+        "sizes": sizes, "cold_start_seconds": round(sft_s, 1), "train_seconds": round(train_s, 1),
+        "peak_rss_gb": round(peak_gb, 2), **{t.replace(" ", "_"): picked[t] for t in stages},
+        "budget_curves": curves, "steps": steps_rows, "constraints": ifs}, lines,
                   lambda p: plot_panels(p, [
                       ("reward/mean", {"train": [(m["step"], m["reward/mean"]) for m in steps_rows]}),
                       ("completion length", {"train": [(m["step"], m.get("completions/mean_length", 0.0))
