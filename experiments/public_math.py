@@ -16,13 +16,13 @@ Narrow gains: every run is also scored on 150 IFEval-style instructions (15 cons
 topics of `experiments.verifiers_on_smollm2`, greedy, 160 tokens, rlvr's `constraints` verifier), and
 `if_weight=W` adds to the mixture 300 constraint prompts on 20 other topics (held out by topic) at
 weight W against 1 for each MAWPS set: math-only against a mixture that keeps a share of constraints.
-`cold_start=N` first runs N steps of `rlvr sft` (8 rows a step, lr 5e-5, bf16 where native) on worked solutions of the
-training problems only: each MAWPS problem's shipped equation written out one operation a line
-(`32 + 42 = 74.` / `74 - 35 = 39.`; an equation whose unknown is not alone is stated, then solved),
-a value that disagrees with the shipped solution dropped, plus 300 GSM8K training problems of at most
-three steps with their shipped solution (calculator marks removed); every one ends
-`The answer is \\boxed{V}.` GRPO then starts from that checkpoint, which is evaluated too: the
-seeds' cold start, for a model whose groups are almost never right.
+`cold_start=N` first runs N steps of `rlvr sft` (8 rows a step, lr 5e-5, bf16 where native) on
+worked solutions of the training problems only: each MAWPS problem's shipped equation written out
+one operation a line (`32 + 42 = 74.` / `74 - 35 = 39.`; an unknown that is not alone is isolated
+first: `35 + x = 56, so x = 56 - 35.`), a value that disagrees with the shipped solution dropped,
+plus 300 GSM8K training problems of at most three steps with their shipped solution (calculator
+marks removed); every one ends `The answer is \\boxed{V}.` GRPO then starts from that checkpoint,
+which is evaluated too: the seeds' cold start, for a model whose groups are almost never right.
 Evaluation: `rlvr eval` per set, after training and then before it (the untrained model's evaluations
 are shared: runs started together split them), reading as many tokens as training sampled (at least
 96): greedy and one sample at T=0.7; on MultiArith also greedy accuracy against a thinking-token
@@ -40,6 +40,7 @@ import operator
 import os
 import random
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -137,18 +138,23 @@ INVERSE = {(ast.Add, 0): (ast.Sub, False), (ast.Add, 1): (ast.Sub, False),
 
 
 def _text(node: ast.AST) -> str:
-    if isinstance(node, ast.Name):
+    if _is_x(node):
         return "x"
-    if isinstance(node, ast.Constant):
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
         return _num(float(node.value))
-    assert isinstance(node, ast.BinOp)
+    if not (isinstance(node, ast.BinOp) and type(node.op) in OPS):
+        raise ValueError(f"not arithmetic: {ast.dump(node)}")
     parts = [_text(n) if isinstance(n, (ast.Name, ast.Constant)) else f"({_text(n)})"
              for n in (node.left, node.right)]
     return f"{parts[0]} {OPS[type(node.op)][0]} {parts[1]}"
 
 
+def _is_x(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id == "x"
+
+
 def _has_x(node: ast.AST) -> bool:
-    return any(isinstance(n, ast.Name) for n in ast.walk(node))
+    return any(_is_x(n) for n in ast.walk(node))
 
 
 def worked(equation: str) -> tuple[list[str], float]:
@@ -160,8 +166,8 @@ def worked(equation: str) -> tuple[list[str], float]:
         left, right = right, left
     if _has_x(right) or not _has_x(left):
         raise ValueError(f"one side must hold the unknown: {equation!r}")
-    lines = [] if isinstance(left, ast.Name) else [f"{_text(left)} = {_text(right)}, so"]
-    while not isinstance(left, ast.Name):
+    lines = [] if _is_x(left) else [f"{_text(left)} = {_text(right)}, so"]
+    while not _is_x(left):
         if not isinstance(left, ast.BinOp) or type(left.op) not in OPS:
             raise ValueError(f"not arithmetic: {equation!r}")
         side = 0 if _has_x(left.left) else 1
@@ -355,7 +361,7 @@ def main(argv: list[str]) -> None:
     steps_rows = [m for m in metrics if "reward/mean" in m]
     stages = {"before": before, **({"after SFT": sft_eval} if sft_eval else {}), "after": after}
     picked = {t: {n: _pick(ev[n]) for n in SETS} for t, ev in stages.items()}
-    import resource   # the largest child waited for so far: rlvr sft, train or eval (kB on Linux)
+    # the largest child waited for so far: rlvr sft, train or eval (kB on Linux)
     peak_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1e6
     head = " | ".join(stages)
     lines = [f"# public_math seed {seed}, {steps} steps, max_new_tokens {max_new or 'preset'}, "

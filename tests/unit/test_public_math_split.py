@@ -25,7 +25,8 @@ def test_worked_solutions_isolate_the_unknown_then_compute(equation, lines, valu
     assert worked(equation) == (lines, value)
 
 
-@pytest.mark.parametrize("equation", ["3+4=7", "x=x+1", "x*x=4", "x=abs(3)"])
+@pytest.mark.parametrize("equation", ["3+4=7", "x=x+1", "x*x=4", "x=abs(3)", "abs(x)=3", "y+1=3",
+                                      "x+y=3", "x=-3"])
 def test_equations_it_cannot_work_are_refused(equation):
     with pytest.raises(ValueError):
         worked(equation)
@@ -48,8 +49,7 @@ def test_no_held_out_problem_reaches_training_or_the_cold_start(tmp_path):
         (data / "mawps" / f"{name}.json").write_text(json.dumps([_mawps(i, q) for i, q in enumerate(shared)]))
     split(data, out, heldout=10, seed=0)
     kept = sft_rows(out, gsm8k=20)
-    assert kept == {"dropped": 0, "gsm8k": 20, "multiarith": kept["multiarith"],
-                    "addsub": kept["addsub"], "singleeq": kept["singleeq"]}
+    assert kept["dropped"] == 0 and kept["gsm8k"] == 20
     held = {json.loads(line)["prompt"] for name in SETS
             for line in (out / "data" / f"held_{name}.jsonl").read_text().splitlines()}
     assert len(held) > 10   # the three MAWPS sets hold out different problems: all leave all three
