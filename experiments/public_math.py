@@ -3,7 +3,7 @@ AddSub, SingleEq as their authors ship them), evaluated before and after on held
 each set (issue 47, part 1).
 
     python -m experiments.public_math [data=../shared/data] [steps=36] [seed=0] [heldout=100] [max_new=0]
-                                      [gsm8k_weight=0.1] [if_weight=0] [cold_start=0]
+                                      [gsm8k_weight=0.1] [if_weight=0] [cold_start=0] [threads=0] [k=1]
 
 Splits are made here, by problem: each set's held-out problems are drawn by seed, and a problem
 whose question (lower-cased, spaces collapsed) is held out in any set is removed from every
@@ -26,7 +26,9 @@ which is evaluated too: the seeds' cold start, for a model whose groups are almo
 Evaluation: `rlvr eval` per set, after training and then before it (the untrained model's evaluations
 are shared: runs started together split them), reading as many tokens as training sampled (at least
 96): greedy and one sample at T=0.7; on MultiArith also greedy accuracy against a thinking-token
-budget (budget forcing at a sixth, a third, a half and two thirds of that cap, then `\\boxed{`).
+budget (budget forcing at a sixth, a third, a half and two thirds of that cap, then `\\boxed{`),
+and with `k=K` K samples a problem for pass@K and maj@K. `threads=N` gives every child N torch
+threads (default: rlvr's, one on 2 cores, so two runs can share them).
 Writes runs/experiments/public_math_RUN/{verdict.md,result.json,curves.png} (the split, the
 runs and the evals under runs/experiments/public_math/); needs
 `make real-model`. The package never reads ../shared: the path is this command's argument.
@@ -212,16 +214,16 @@ def sft_rows(out: Path, gsm8k: int = 300, seed: int = 0) -> dict[str, int]:
     return kept
 
 
-def cold_start(out: Path, steps: int, seed: int) -> tuple[Path, float]:
+def cold_start(out: Path, steps: int, seed: int, threads: int = 0) -> tuple[Path, float]:
     """`rlvr sft` of the preset's model on out/data/sft.jsonl; the checkpoint and its wall seconds."""
-    dest = out / f"sft_s{seed}_cs{steps}"
+    dest = out / (f"sft_s{seed}_cs{steps}" + (f"_th{threads}" if threads else ""))
     if (dest / "sft_summary.json").exists():
         return dest, json.loads((dest / "sft_summary.json").read_text()).get("wall_seconds", 0.0)
     t0 = time.perf_counter()
     subprocess.run([*RLVR, "sft", "--model", yaml.safe_load(PRESET.read_text())["model"]["path"],
                     "--data", str(out / "data" / "sft.jsonl"), "--out", str(dest), "--steps", str(steps),
                     "--batch-size", "8", "--lr", "5e-5", "--warmup-steps", "10", "--seed", str(seed),
-                    "--bf16-where-native"],
+                    "--bf16-where-native", "--threads", str(threads)],
                    check=True)
     wall = time.perf_counter() - t0
     summary = json.loads((dest / "sft_summary.json").read_text())
@@ -238,9 +240,10 @@ def constraint_rows(topics: list[str], prefix: str) -> str:
 
 
 def config(out: Path, steps: int, seed: int, name: str, max_new: int, gsm8k_weight: float,
-           if_weight: float, model: str = "") -> Path:
+           if_weight: float, model: str = "", threads: int = 0) -> Path:
     cfg = yaml.safe_load(PRESET.read_text())
     cfg["seed"] = seed
+    cfg["run"]["threads"] = threads
     if model:
         cfg["model"]["path"] = model
     cfg["run"]["dir"] = str(out / name)
@@ -296,19 +299,23 @@ def _eval_all(jobs: dict[str, tuple[Path, list[str]]]) -> dict[str, dict]:
     return {name: json.loads((dest / "eval.json").read_text()) for name, (dest, _) in jobs.items()}
 
 
-def evaluate(model: str, out: Path, tag: str, cap: int) -> dict[str, dict]:
+def evaluate(model: str, out: Path, tag: str, cap: int, threads: int = 0, k: int = 1) -> dict[str, dict]:
     """`rlvr eval` of `model` on each held-out set, greedy and one sample at T = 0.7 (MultiArith, the
-    multi-step set, also under budget forcing), and greedily on the constraint prompts."""
+    multi-step set, also under budget forcing and with `k` samples for pass@k / maj@k), and greedily
+    on the constraint prompts."""
     budgets = ",".join(str(cap * f // 6) for f in (1, 2, 3, 4))
+    ks = {name: f"1,{k}" if k > 1 and name == "multiarith" else "1" for name in SETS}
+    tag += f"_k{k}" if k > 1 else ""
     jobs = {name: (out / f"eval_{tag}_{name}", [
-        *RLVR, "eval", model, "--data", str(out / "data" / f"held_{name}.jsonl"), "--k", "1",
-        "--samples", "1", "--temperature", "0.7", "--temperatures", "",
+        *RLVR, "eval", model, "--data", str(out / "data" / f"held_{name}.jsonl"), "--k", ks[name],
+        "--samples", ks[name].split(",")[-1], "--temperature", "0.7", "--temperatures", "",
+        "--threads", str(threads),
         "--budgets", budgets if name == "multiarith" else "", "--answer-marker", "\\n\\boxed{",
         "--max-new-tokens", str(cap), "--chat-template-text"]) for name in SETS}
     jobs["constraints"] = (out / f"eval_{tag}_constraints", [
         *RLVR, "eval", model, "--data", str(out / "data" / "held_constraints.jsonl"), "--k", "1",
         "--samples", "1", "--temperature", "0.7", "--temperatures", "", "--budgets", "",
-        "--max-new-tokens", "160"])
+        "--threads", str(threads), "--max-new-tokens", "160"])
     return _eval_all(jobs)
 
 
@@ -335,28 +342,31 @@ def main(argv: list[str]) -> None:
     cap = max(96, max_new)                     # the evaluations read what training sampled, at least 96
     if_weight = float(args.get("if_weight", 0))
     cs_steps = int(args.get("cold_start", 0))  # rlvr sft steps on worked training solutions first
+    threads = int(args.get("threads", 0))      # torch threads of each child (0: rlvr's, 1 on 2 cores)
+    k = int(args.get("k", 1))                  # MultiArith samples for pass@k / maj@k (1: one sample)
     name = f"run_s{seed}" + (f"_t{max_new}" if max_new else "") + f"_g{gsm8k_weight:g}"
     name += (f"_if{if_weight:g}" if if_weight else "") + (f"_cs{cs_steps}" if cs_steps else "")
+    name += f"_th{threads}" if threads else ""
     out = ROOT / "public_math"                 # one split (seed 0) for every training seed
     sizes = split(data, out, heldout, 0)
     say(f"splits: {sizes}")
     start, sft_s, sft_eval = "", 0.0, None
     if cs_steps:
         say(f"cold-start rows: {sft_rows(out)}")
-        sft_dir, sft_s = cold_start(out, cs_steps, seed)
+        sft_dir, sft_s = cold_start(out, cs_steps, seed, threads)
         start = str(sft_dir)
     if (out / name / "final").exists():        # trained by an earlier call: evaluate and report only
         say(f"{out / name} is trained; reading it")
         train_s = json.loads((out / name / "summary.json").read_text())["wall_seconds"]
     else:
         t0 = time.perf_counter()
-        cfg = config(out, steps, seed, name, max_new, gsm8k_weight, if_weight, start)
+        cfg = config(out, steps, seed, name, max_new, gsm8k_weight, if_weight, start, threads)
         subprocess.run([*RLVR, "train", str(cfg)], check=True)
         train_s = time.perf_counter() - t0
-    after = evaluate(str(out / name / "final"), out, f"after_{name[4:]}", cap)
+    after = evaluate(str(out / name / "final"), out, f"after_{name[4:]}", cap, threads, k)
     if start:
-        sft_eval = evaluate(start, out, f"{Path(start).name}_t{cap}", cap)
-    before = evaluate("builtin:smollm2", out, f"before_t{cap}", cap)
+        sft_eval = evaluate(start, out, f"{Path(start).name}_t{cap}", cap, threads, k)
+    before = evaluate("builtin:smollm2", out, f"before_t{cap}", cap, threads, k)
     metrics = [json.loads(line) for line in (out / name / "metrics.jsonl").read_text().splitlines()]
     steps_rows = [m for m in metrics if "reward/mean" in m]
     stages = {"before": before, **({"after SFT": sft_eval} if sft_eval else {}), "after": after}
@@ -373,10 +383,14 @@ def main(argv: list[str]) -> None:
              f"peak RSS of the largest child process {peak_gb:.1f} GB", "",
              f"| set | metric | {head} |", "| --- | --- |" + " --- |" * len(stages)]
     for n in SETS:
-        for k in ("greedy_accuracy", "greedy_mean_length", "pass@1"):
-            lines.append(f"| {n} | {k} | " + " | ".join(f"{picked[t][n][k]:.3f}" for t in stages) + " |")
+        for key in ("greedy_accuracy", "greedy_mean_length", "pass@1"):
+            lines.append(f"| {n} | {key} | " + " | ".join(f"{picked[t][n][key]:.3f}" for t in stages) + " |")
     mean = {t: sum(x[n]["greedy_accuracy"] for n in SETS) / len(SETS) for t, x in picked.items()}
     ifs = {t: ev["constraints"]["greedy_accuracy"] for t, ev in stages.items()}
+    if k > 1:
+        for key in (f"pass@{k}", f"maj@{k}"):
+            lines.append(f"| multiarith | {key} | " + " | ".join(
+                f"{picked[t]['multiarith'][key]:.3f}" for t in stages) + " |")
     lines += ["", "mean greedy over the four held-out sets: " + " -> ".join(f"{mean[t]:.3f}" for t in stages),
               "instruction following (150 held-out constraint prompts, greedy): "
               + " -> ".join(f"{ifs[t]:.3f}" for t in stages), "",
@@ -387,7 +401,8 @@ def main(argv: list[str]) -> None:
                      + " | ".join(f"{curves[t][i]['accuracy']:.3f}" for t in stages) + " |")
     write_verdict(f"public_math_{name[4:]}", {
         "sizes": sizes, "cold_start_seconds": round(sft_s, 1), "train_seconds": round(train_s, 1),
-        "peak_rss_gb": round(peak_gb, 2), **{t.replace(" ", "_"): picked[t] for t in stages},
+        "peak_rss_gb": round(peak_gb, 2), "threads": threads, "k": k,
+        **{t.replace(" ", "_"): picked[t] for t in stages},
         "budget_curves": curves, "steps": steps_rows, "constraints": ifs}, lines,
                   lambda p: plot_panels(p, [
                       ("reward/mean", {"train": [(m["step"], m["reward/mean"]) for m in steps_rows]}),
