@@ -69,11 +69,11 @@ def train_arm(base: str, arm: str, steps: int, threads: int, recheck: int) -> di
     if not (run / "final").exists():
         t0 = time.perf_counter()
         subprocess.run([*RLVR, "train", str(path)], check=True)
-        (run / "arm_wall.json").write_text(json.dumps({"wall_seconds": round(time.perf_counter() - t0, 1)}))
+        (run / "arm_wall.json").write_text(json.dumps({   # the train child's peak, kB on Linux
+            "wall_seconds": round(time.perf_counter() - t0, 1),
+            "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1e6, 2)}))
     ev = evaluate(str(run / "final"), OUT, f"after_{run.name}", 96, threads)
-    return {"arm": arm, "run": str(run), "wall_seconds": json.loads((run / "arm_wall.json").read_text())
-            ["wall_seconds"], "eval": ev, "peak_rss_gb": round(
-                resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1e6, 2)}
+    return {"arm": arm, "run": str(run), **json.loads((run / "arm_wall.json").read_text()), "eval": ev}
 
 
 def _steps(run: Path) -> list[dict]:
@@ -120,6 +120,8 @@ def main(argv: list[str]) -> None:
         lines.append(row(f"{key}, first -> last 10 steps", window(first, key),
                          (window(c, key) for c in curves.values())))
     lines.append(row("wall (rlvr train)", "", (f"{r['wall_seconds']:.0f} s" for r in results.values())))
+    lines.append(row("peak RSS (rlvr train; 0: not recorded)", "",
+                     (f"{r.get('peak_rss_gb', 0):.1f} GB" for r in results.values())))
     write_verdict(f"stall_restart_{base}", {"base": base, "steps": steps, "stalled": stalled,
                                              "arms": results, "base_steps": first, "arm_steps": curves},
                   lines, lambda p: plot_panels(p, [
