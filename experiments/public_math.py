@@ -50,6 +50,8 @@ from pathlib import Path
 
 import yaml
 
+from rlvr.monitor.log import read_metrics
+
 from experiments.common import ROOT, plot_panels, say, write_atomic, write_verdict
 from experiments.verifiers_on_smollm2 import CASES, TOPICS, request
 
@@ -367,8 +369,7 @@ def main(argv: list[str]) -> None:
     if start:
         sft_eval = evaluate(start, out, f"{Path(start).name}_t{cap}", cap, threads, k)
     before = evaluate("builtin:smollm2", out, f"before_t{cap}", cap, threads, k)
-    metrics = [json.loads(line) for line in (out / name / "metrics.jsonl").read_text().splitlines()]
-    steps_rows = [m for m in metrics if "reward/mean" in m]
+    steps_rows = [m for m in read_metrics(out / name) if "reward/mean" in m]
     stages = {"before": before, **({"after SFT": sft_eval} if sft_eval else {}), "after": after}
     picked = {t: {n: _pick(ev[n]) for n in SETS} for t, ev in stages.items()}
     # the largest child waited for so far: rlvr sft, train or eval (kB on Linux)

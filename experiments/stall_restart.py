@@ -1,5 +1,5 @@
 """Stall and restart on the real model (issue 47): after a cold start and 60 GRPO steps the held-out
-accuracy holds still; does the seeds' remedy (drop the groups without signal and refill, re-estimate
+accuracy stops improving; does the seeds' remedy (drop the groups without signal and refill, re-estimate
 pass rates, add harder problems) restart it, against the same run simply continued?
 
 Both arms resume the stalled run's last checkpoint (weights, AdamW state, the curriculum's pass-rate
@@ -33,6 +33,8 @@ import time
 from pathlib import Path
 
 import yaml
+
+from rlvr.monitor.log import read_metrics
 
 from experiments.common import ROOT, plot_panels, say, write_verdict
 from experiments.public_math import RLVR, SETS, evaluate
@@ -69,7 +71,9 @@ def train_arm(base: str, arm: str, steps: int, threads: int, recheck: int) -> di
     if not (run / "final").exists():
         t0 = time.perf_counter()
         subprocess.run([*RLVR, "train", str(path)], check=True)
-        (run / "arm_wall.json").write_text(json.dumps({   # the train child's peak, kB on Linux
+        # the largest child this process has waited for (kB on Linux): this arm's train, or an
+        # earlier arm's train or evaluation when one process runs both arms
+        (run / "arm_wall.json").write_text(json.dumps({
             "wall_seconds": round(time.perf_counter() - t0, 1),
             "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1e6, 2)}))
     ev = evaluate(str(run / "final"), OUT, f"after_{run.name}", 96, threads)
@@ -77,8 +81,7 @@ def train_arm(base: str, arm: str, steps: int, threads: int, recheck: int) -> di
 
 
 def _steps(run: Path) -> list[dict]:
-    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    return [m for m in rows if "reward/mean" in m]
+    return [m for m in read_metrics(run) if "reward/mean" in m]
 
 
 def _mean(ev: dict) -> float:
